@@ -1,0 +1,161 @@
+// Package llm is the neutral vocabulary every provider and the agent runtime share:
+// messages made of content blocks, tool declarations, a request, the streamed events of
+// one model call, and the Model interface.
+//
+// The shapes follow the Anthropic Messages API (content blocks, tool_use/tool_result),
+// which maps one-to-one onto the stream-JSON events stoke writes and onto the OpenAI
+// chat-completions shapes the openai provider translates to.
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"iter"
+)
+
+// Role is who said a message: RoleUser (also carries tool results) or RoleAssistant.
+type Role string
+
+const (
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+)
+
+// Block types.
+const (
+	BlockText       = "text"
+	BlockToolUse    = "tool_use"
+	BlockToolResult = "tool_result"
+)
+
+// Block is one content block of a message. Which fields are set depends on Type:
+// text: Text; tool_use: ID, Name, Input; tool_result: ToolUseID, Content, IsError.
+type Block struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text,omitempty"`
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
+	ToolUseID string          `json:"tool_use_id,omitempty"`
+	Content   string          `json:"content,omitempty"`
+	IsError   bool            `json:"is_error,omitempty"`
+}
+
+// TextBlock returns a text block.
+func TextBlock(s string) Block { return Block{Type: BlockText, Text: s} }
+
+// Message is one entry of a chat history.
+type Message struct {
+	Role    Role    `json:"role"`
+	Content []Block `json:"content"`
+}
+
+// UserText returns a user message holding one text block.
+func UserText(s string) Message {
+	return Message{Role: RoleUser, Content: []Block{TextBlock(s)}}
+}
+
+// Text returns the concatenated text blocks of the message.
+func (m Message) Text() string {
+	var out string
+	for _, b := range m.Content {
+		if b.Type == BlockText {
+			out += b.Text
+		}
+	}
+	return out
+}
+
+// ToolUses returns the tool_use blocks of the message, in order.
+func (m Message) ToolUses() []Block {
+	var out []Block
+	for _, b := range m.Content {
+		if b.Type == BlockToolUse {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// ToolSpec declares one tool to the model. Parameters is a JSON Schema object.
+type ToolSpec struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// Request is one model call.
+type Request struct {
+	// Agent names who is asking: "parent" for the top-level agent, else the subagent type.
+	// Real providers ignore it; the scripted provider routes on it.
+	Agent string `json:"agent"`
+	// Model overrides the provider's default model when not empty.
+	Model    string     `json:"model,omitempty"`
+	System   string     `json:"system,omitempty"`
+	Messages []Message  `json:"messages"`
+	Tools    []ToolSpec `json:"tools,omitempty"`
+}
+
+// Stop reasons, in the Anthropic vocabulary the stream-JSON events use.
+const (
+	StopEndTurn   = "end_turn"
+	StopToolUse   = "tool_use"
+	StopMaxTokens = "max_tokens"
+)
+
+// Usage counts tokens of one model call (or a sum of calls).
+type Usage struct {
+	InputTokens              int64 `json:"input_tokens"`
+	OutputTokens             int64 `json:"output_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+}
+
+// Add returns u + v.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{
+		InputTokens:              u.InputTokens + v.InputTokens,
+		OutputTokens:             u.OutputTokens + v.OutputTokens,
+		CacheCreationInputTokens: u.CacheCreationInputTokens + v.CacheCreationInputTokens,
+		CacheReadInputTokens:     u.CacheReadInputTokens + v.CacheReadInputTokens,
+	}
+}
+
+// Total is input plus output tokens (cache reads and writes are part of input).
+func (u Usage) Total() int64 {
+	return u.InputTokens + u.OutputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
+}
+
+// EventKind tells which fields of an Event are set.
+type EventKind int
+
+const (
+	// EventTextDelta carries a piece of assistant text in Text.
+	EventTextDelta EventKind = iota + 1
+	// EventToolCall carries one complete tool call in ToolCall (arguments fully accumulated).
+	EventToolCall
+	// EventDone is the last event of a call: StopReason, Usage, and the provider's MessageID.
+	EventDone
+)
+
+// Event is one streamed piece of a model call.
+type Event struct {
+	Kind       EventKind
+	Text       string
+	ToolCall   Block
+	StopReason string
+	Usage      Usage
+	MessageID  string
+	Model      string
+}
+
+// Model is a chat model that streams.
+type Model interface {
+	// Name is the model name reported in events.
+	Name() string
+	// Generate runs one model call. The sequence ends after an EventDone, or with a
+	// non-nil error. It stops early (and releases the provider stream) when the
+	// consumer stops ranging or ctx is cancelled. Safe for concurrent use: each call
+	// is independent.
+	Generate(ctx context.Context, req *Request) iter.Seq2[Event, error]
+}

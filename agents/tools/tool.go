@@ -1,0 +1,162 @@
+// Package tools holds the tool interface the agent loop calls, the Set that declares tools
+// to the model and validates their arguments, and (later) the workspace tools.
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/stoke-cli/stoke/agents/llm"
+)
+
+// Tool is one callable tool.
+type Tool interface {
+	// Spec declares the tool to the model: name, description, JSON Schema parameters.
+	Spec() llm.ToolSpec
+	// Run executes one call with input already validated against the schema. Failures the
+	// model should see are results with IsError set, not Go errors. Run must return when
+	// ctx is cancelled. Safe for concurrent use.
+	Run(ctx context.Context, call Call) Result
+}
+
+// Call is one invocation of a tool.
+type Call struct {
+	ID    string          // the tool_use id
+	Name  string          // tool name
+	Input json.RawMessage // arguments, validated against the tool's schema
+}
+
+// Result is what the model sees.
+type Result struct {
+	Content string
+	IsError bool
+}
+
+// Errorf returns an error Result.
+func Errorf(format string, args ...any) Result {
+	return Result{Content: fmt.Sprintf(format, args...), IsError: true}
+}
+
+// Set is an ordered collection of tools with their compiled schemas. It is immutable after
+// NewSet, so it is safe for concurrent use, and one Set is the "prepared tool list" of an agent.
+type Set struct {
+	tools   []Tool
+	specs   []llm.ToolSpec
+	byName  map[string]int
+	schemas []*lazySchema
+}
+
+type lazySchema struct {
+	once   sync.Once
+	raw    json.RawMessage
+	schema *jsonschema.Schema
+	err    error
+}
+
+func (l *lazySchema) get(name string) (*jsonschema.Schema, error) {
+	l.once.Do(func() {
+		doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(l.raw)))
+		if err != nil {
+			l.err = fmt.Errorf("parse schema of %s: %w", name, err)
+			return
+		}
+		c := jsonschema.NewCompiler()
+		url := "mem://" + name + ".json"
+		if err := c.AddResource(url, doc); err != nil {
+			l.err = fmt.Errorf("add schema of %s: %w", name, err)
+			return
+		}
+		l.schema, l.err = c.Compile(url)
+	})
+	return l.schema, l.err
+}
+
+// NewSet returns a Set of the given tools, in order. A later tool with the same name as an
+// earlier one is dropped. Schemas are compiled on first use.
+func NewSet(ts ...Tool) *Set {
+	s := &Set{byName: make(map[string]int, len(ts))}
+	for _, t := range ts {
+		spec := t.Spec()
+		if _, dup := s.byName[spec.Name]; dup {
+			continue
+		}
+		s.byName[spec.Name] = len(s.tools)
+		s.tools = append(s.tools, t)
+		s.specs = append(s.specs, spec)
+		s.schemas = append(s.schemas, &lazySchema{raw: spec.Parameters})
+	}
+	return s
+}
+
+// Specs returns the declarations, in order. The caller must not modify them.
+func (s *Set) Specs() []llm.ToolSpec {
+	if s == nil {
+		return nil
+	}
+	return s.specs
+}
+
+// Names returns the tool names, in order.
+func (s *Set) Names() []string {
+	if s == nil {
+		return []string{}
+	}
+	out := make([]string, len(s.specs))
+	for i, sp := range s.specs {
+		out[i] = sp.Name
+	}
+	return out
+}
+
+// Run runs one call: an unknown tool or arguments that do not match the schema give an
+// error Result the model sees; they never fail the run.
+func (s *Set) Run(ctx context.Context, call Call) Result {
+	i, ok := -1, false
+	if s != nil {
+		i, ok = s.byName[call.Name]
+	}
+	if !ok {
+		names := s.Names()
+		sort.Strings(names)
+		return Errorf("unknown tool %q; available tools: %s", call.Name, strings.Join(names, ", "))
+	}
+	input := call.Input
+	if len(strings.TrimSpace(string(input))) == 0 {
+		input = json.RawMessage(`{}`)
+	}
+	v, err := jsonschema.UnmarshalJSON(strings.NewReader(string(input)))
+	if err != nil {
+		return Errorf("invalid arguments for %s: not JSON: %v", call.Name, err)
+	}
+	sch, err := s.schemas[i].get(call.Name)
+	if err != nil {
+		return Errorf("tool %s has a broken schema: %v", call.Name, err)
+	}
+	if err := sch.Validate(v); err != nil {
+		return Errorf("invalid arguments for %s: %s", call.Name, oneLine(err.Error()))
+	}
+	call.Input = input
+	return s.tools[i].Run(ctx, call)
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// Func adapts a function to a Tool.
+type Func struct {
+	ToolSpec llm.ToolSpec
+	Fn       func(ctx context.Context, call Call) Result
+}
+
+// Spec implements Tool.
+func (f Func) Spec() llm.ToolSpec { return f.ToolSpec }
+
+// Run implements Tool.
+func (f Func) Run(ctx context.Context, call Call) Result { return f.Fn(ctx, call) }

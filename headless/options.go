@@ -1,0 +1,64 @@
+package headless
+
+import (
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/stoke-cli/stoke/agents/llm"
+)
+
+// Output formats.
+const (
+	OutputText       = "text"
+	OutputJSON       = "json"
+	OutputStreamJSON = "stream-json"
+)
+
+// Input formats.
+const (
+	InputText       = "text"
+	InputStreamJSON = "stream-json"
+)
+
+// Options configure one headless run. cmd builds them from flags and configuration.
+type Options struct {
+	// Prompt is the first user prompt (from -p or stdin text). Empty with stream-json input.
+	Prompt string
+	// Stdin is read for stream-json user messages when InputFormat is InputStreamJSON.
+	Stdin        io.Reader
+	InputFormat  string
+	OutputFormat string
+	// Stdout receives the event stream (or the final text / result object).
+	Stdout io.Writer
+	// Logger writes diagnostics to stderr.
+	Logger *slog.Logger
+
+	Model llm.Model
+	// ModelName is reported in init and assistant events.
+	ModelName string
+	// MaxTurns caps parent model calls; 0 means no cap.
+	MaxTurns int
+	// Timeout bounds the whole run; 0 means none.
+	Timeout time.Duration
+	// ApprovalMode: plan | default | auto-edit | yolo.
+	ApprovalMode string
+	// BackgroundOnExit: wait | cancel.
+	BackgroundOnExit string
+	// CWD is the workspace root.
+	CWD string
+	// SessionID names the session; cmd generates one when the user gave none.
+	SessionID string
+	// Home is $STOKE_HOME.
+	Home string
+	// Version is stoke's version, reported in init.
+	Version string
+	// MaxBackground caps running background agents per parent (default 4).
+	MaxBackground int
+	// MaxRetained caps settled task rows per parent (default 100).
+	MaxRetained int
+	// BackgroundAgents turns background agents on (run_in_background in the task schema).
+	BackgroundAgents bool
+	// Bare skips project settings and the post-restore reminder.
+	Bare bool
+}

@@ -1,0 +1,279 @@
+// Package streamjson holds the stream-JSON events stoke writes (one Go type per event kind,
+// shaped after the Claude Agent SDK message types), the Encoder that writes them as NDJSON,
+// and the Decoder for --input-format stream-json.
+package streamjson
+
+import (
+	"encoding/json"
+
+	"github.com/stoke-cli/stoke/agents/llm"
+)
+
+// Event is any event the Encoder can write.
+type Event interface {
+	envelope() *Envelope
+}
+
+// Envelope holds the keys every line has. The Encoder fills UUID and SessionID when empty.
+type Envelope struct {
+	Type      string `json:"type"`
+	Subtype   string `json:"subtype,omitempty"`
+	UUID      string `json:"uuid"`
+	SessionID string `json:"session_id"`
+}
+
+func (e *Envelope) envelope() *Envelope { return e }
+
+// Init is the first line of every run.
+type Init struct {
+	Envelope
+	CWD            string   `json:"cwd"`
+	Model          string   `json:"model"`
+	Tools          []string `json:"tools"`
+	Agents         []string `json:"agents"`
+	PermissionMode string   `json:"permissionMode"`
+	MCPServers     []any    `json:"mcp_servers"`
+	APIKeySource   string   `json:"apiKeySource"`
+	SlashCommands  []string `json:"slash_commands"`
+	OutputStyle    string   `json:"output_style"`
+	Skills         []string `json:"skills"`
+	Plugins        []string `json:"plugins"`
+	StokeVersion   string   `json:"stoke_version"`
+}
+
+// NewInit returns an Init with the fixed keys filled in.
+func NewInit() *Init {
+	return &Init{
+		Envelope:      Envelope{Type: "system", Subtype: "init"},
+		Tools:         []string{},
+		Agents:        []string{},
+		MCPServers:    []any{},
+		APIKeySource:  "none",
+		SlashCommands: []string{},
+		OutputStyle:   "default",
+		Skills:        []string{},
+		Plugins:       []string{},
+	}
+}
+
+// Block is a content block as the SDKs expect it: text {type,text}; tool_use
+// {type,id,name,input}; tool_result {type,tool_use_id,content,is_error} (is_error always present).
+type Block llm.Block
+
+// MarshalJSON writes only the keys of the block's type.
+func (b Block) MarshalJSON() ([]byte, error) {
+	switch b.Type {
+	case llm.BlockToolUse:
+		input := b.Input
+		if len(input) == 0 {
+			input = json.RawMessage(`{}`)
+		}
+		return json.Marshal(struct {
+			Type  string          `json:"type"`
+			ID    string          `json:"id"`
+			Name  string          `json:"name"`
+			Input json.RawMessage `json:"input"`
+		}{b.Type, b.ID, b.Name, input})
+	case llm.BlockToolResult:
+		return json.Marshal(struct {
+			Type      string `json:"type"`
+			ToolUseID string `json:"tool_use_id"`
+			Content   string `json:"content"`
+			IsError   bool   `json:"is_error"`
+		}{b.Type, b.ToolUseID, b.Content, b.IsError})
+	default:
+		return json.Marshal(struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}{b.Type, b.Text})
+	}
+}
+
+// Blocks converts llm blocks to event blocks (never nil).
+func Blocks(bs []llm.Block) []Block {
+	out := make([]Block, len(bs))
+	for i, b := range bs {
+		out[i] = Block(b)
+	}
+	return out
+}
+
+// AssistantMessage is the message of an assistant line (a BetaMessage).
+type AssistantMessage struct {
+	ID           string    `json:"id"`
+	Type         string    `json:"type"`
+	Role         string    `json:"role"`
+	Model        string    `json:"model"`
+	Content      []Block   `json:"content"`
+	StopReason   string    `json:"stop_reason"`
+	StopSequence *string   `json:"stop_sequence"`
+	Usage        llm.Usage `json:"usage"`
+}
+
+// AgentKeys name the subagent a line belongs to; empty on the parent's lines.
+type AgentKeys struct {
+	TaskID          string `json:"task_id,omitempty"`
+	AgentID         string `json:"agent_id,omitempty"`
+	SubagentType    string `json:"subagent_type,omitempty"`
+	TaskDescription string `json:"task_description,omitempty"`
+}
+
+// Assistant is one model reply.
+type Assistant struct {
+	Envelope
+	Message         AssistantMessage `json:"message"`
+	ParentToolUseID *string          `json:"parent_tool_use_id"`
+	AgentKeys
+}
+
+// NewAssistant returns an assistant line for a reply.
+func NewAssistant(id, model string, content []llm.Block, stopReason string, usage llm.Usage) *Assistant {
+	return &Assistant{
+		Envelope: Envelope{Type: "assistant"},
+		Message: AssistantMessage{
+			ID: id, Type: "message", Role: "assistant", Model: model,
+			Content: Blocks(content), StopReason: stopReason, Usage: usage,
+		},
+	}
+}
+
+// UserMessage is the message of a user line.
+type UserMessage struct {
+	Role    string  `json:"role"`
+	Content []Block `json:"content"`
+}
+
+// Origin tells what produced a user line that no human typed.
+type Origin struct {
+	Kind string `json:"kind"`
+}
+
+// User carries tool results, injected notifications and prompts.
+type User struct {
+	Envelope
+	Message         UserMessage `json:"message"`
+	ParentToolUseID *string     `json:"parent_tool_use_id"`
+	Origin          *Origin     `json:"origin,omitempty"`
+	AgentKeys
+}
+
+// NewUser returns a user line.
+func NewUser(content []llm.Block) *User {
+	return &User{
+		Envelope: Envelope{Type: "user"},
+		Message:  UserMessage{Role: "user", Content: Blocks(content)},
+	}
+}
+
+// TaskUsage is the usage summary of a task turn.
+type TaskUsage struct {
+	TotalTokens int64 `json:"total_tokens"`
+	ToolUses    int   `json:"tool_uses"`
+	DurationMS  int64 `json:"duration_ms"`
+}
+
+// Continuation kinds of task_started.
+const (
+	ContinuationFresh    = "fresh"
+	ContinuationResident = "resident"
+	ContinuationRevived  = "revived"
+)
+
+// TaskStarted starts every turn of a subagent.
+type TaskStarted struct {
+	Envelope
+	TaskID         string `json:"task_id"`
+	RunID          string `json:"run_id"`
+	ToolUseID      string `json:"tool_use_id"`
+	Description    string `json:"description"`
+	SubagentType   string `json:"subagent_type"`
+	TaskType       string `json:"task_type"`
+	Prompt         string `json:"prompt"`
+	IsBackgrounded bool   `json:"is_backgrounded"`
+	SpawnDepth     int    `json:"spawn_depth"`
+	Turn           int    `json:"turn"`
+	Continuation   string `json:"continuation"`
+}
+
+// NewTaskStarted returns a task_started line with the fixed keys filled in.
+func NewTaskStarted() *TaskStarted {
+	return &TaskStarted{Envelope: Envelope{Type: "system", Subtype: "task_started"}, TaskType: "local_agent", SpawnDepth: 1}
+}
+
+// TaskProgress follows each tool round of a subagent.
+type TaskProgress struct {
+	Envelope
+	TaskID       string    `json:"task_id"`
+	ToolUseID    string    `json:"tool_use_id"`
+	Description  string    `json:"description"`
+	SubagentType string    `json:"subagent_type"`
+	Turn         int       `json:"turn"`
+	LastToolName string    `json:"last_tool_name"`
+	Usage        TaskUsage `json:"usage"`
+}
+
+// NewTaskProgress returns a task_progress line.
+func NewTaskProgress() *TaskProgress {
+	return &TaskProgress{Envelope: Envelope{Type: "system", Subtype: "task_progress"}}
+}
+
+// Notification statuses on the wire.
+const (
+	StatusCompleted = "completed"
+	StatusFailed    = "failed"
+	StatusStopped   = "stopped"
+)
+
+// TaskNotification ends every background turn of a subagent.
+type TaskNotification struct {
+	Envelope
+	TaskID      string    `json:"task_id"`
+	RunID       string    `json:"run_id"`
+	ToolUseID   string    `json:"tool_use_id"`
+	Status      string    `json:"status"`
+	Reason      string    `json:"reason,omitempty"`
+	Turn        int       `json:"turn"`
+	Summary     string    `json:"summary"`
+	Interrupted bool      `json:"interrupted"`
+	OutputFile  string    `json:"output_file"`
+	Usage       TaskUsage `json:"usage"`
+}
+
+// NewTaskNotification returns a task_notification line.
+func NewTaskNotification() *TaskNotification {
+	return &TaskNotification{Envelope: Envelope{Type: "system", Subtype: "task_notification"}}
+}
+
+// Result subtypes.
+const (
+	ResultSuccess              = "success"
+	ResultErrorMaxTurns        = "error_max_turns"
+	ResultErrorDuringExecution = "error_during_execution"
+)
+
+// Result ends a run (or, with stream-json input, each turn).
+type Result struct {
+	Envelope
+	IsError           bool           `json:"is_error"`
+	DurationMS        int64          `json:"duration_ms"`
+	DurationAPIMS     int64          `json:"duration_api_ms"`
+	NumTurns          int            `json:"num_turns"`
+	Result            string         `json:"result"`
+	StopReason        *string        `json:"stop_reason"`
+	TerminalReason    string         `json:"terminal_reason,omitempty"`
+	TotalCostUSD      float64        `json:"total_cost_usd"`
+	Usage             llm.Usage      `json:"usage"`
+	ModelUsage        map[string]any `json:"modelUsage"`
+	PermissionDenials []any          `json:"permission_denials"`
+	Errors            []string       `json:"errors,omitempty"`
+}
+
+// NewResult returns a result line of the given subtype; IsError follows the subtype.
+func NewResult(subtype string) *Result {
+	return &Result{
+		Envelope:          Envelope{Type: "result", Subtype: subtype},
+		IsError:           subtype != ResultSuccess,
+		ModelUsage:        map[string]any{},
+		PermissionDenials: []any{},
+	}
+}
