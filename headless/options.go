@@ -47,8 +47,13 @@ type Options struct {
 	BackgroundOnExit string
 	// CWD is the workspace root.
 	CWD string
-	// SessionID names the session; cmd generates one when the user gave none.
+	// SessionID names the session; cmd generates one when the user gave none. It is empty
+	// when Resume or Continue is set: the resumed session keeps its id.
 	SessionID string
+	// Resume is the id of a stored session to continue (--resume), as the user gave it.
+	Resume string
+	// Continue resumes the most recent session of CWD (--continue).
+	Continue bool
 	// Home is $STOKE_HOME.
 	Home string
 	// Version is stoke's version, reported in init.

@@ -3,11 +3,427 @@ package headless
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/stoke-cli/stoke/agents"
+	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/tools"
+	"github.com/stoke-cli/stoke/streamjson"
 )
+
+// errTimeout is the cancel cause of --timeout.
+var errTimeout = errors.New("run timed out (--timeout)")
+
+// errEndOfRun is the cancel cause of background agents cancelled by --background-on-exit cancel.
+var errEndOfRun = errors.New("cancelled at the end of the run (--background-on-exit cancel)")
+
+const parentSystemPrompt = "You are stoke, a headless coding agent run from a script or a CI pipeline. " +
+	"Work on the user's request with the tools you have. " +
+	"Use the task tool to hand work to subagents; background subagents report back with <task-notification> messages, " +
+	"and send_message continues a finished subagent on the history it kept. " +
+	"Finish with a concise answer: it is the run's result."
 
 // Run runs one headless session: prompt in, parent turns, background agents, the final result.
 // It returns nil on success, or an error the CLI maps to an exit code: ErrMaxTurns,
 // ErrRunFailed, ErrUsage (all wrapped) or *InterruptedError.
 func Run(ctx context.Context, opts Options) error {
-	return errors.New("not implemented")
+	opts = withDefaults(opts)
+	ctx, stopSignals := withSignals(ctx)
+	defer stopSignals()
+	if opts.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, opts.Timeout, errTimeout)
+		defer cancel()
+	}
+	s, err := newSession(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	return s.run(ctx)
 }
+
+func withDefaults(o Options) Options {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Stdout == nil {
+		o.Stdout = io.Discard
+	}
+	if o.OutputFormat == "" {
+		o.OutputFormat = OutputText
+	}
+	if o.InputFormat == "" {
+		o.InputFormat = InputText
+	}
+	if o.BackgroundOnExit == "" {
+		o.BackgroundOnExit = "wait"
+	}
+	if o.ApprovalMode == "" {
+		o.ApprovalMode = "default"
+	}
+	if o.ModelName == "" && o.Model != nil {
+		o.ModelName = o.Model.Name()
+	}
+	return o
+}
+
+// session is one run's state.
+type session struct {
+	opts   Options
+	enc    *streamjson.Encoder // events (stdout with stream-json, else discarded)
+	out    *streamjson.Encoder // the final result object with --output-format json
+	reg    *agents.Registry
+	parent *agents.Runtime
+	mb     *mailbox
+	store  *agents.Transcript
+	start  time.Time
+
+	mu    sync.Mutex
+	usage llm.Usage // every assistant line's usage, subagents included
+
+	// per-run accounting of the parent
+	numTurns   int
+	apiTime    time.Duration
+	lastText   string
+	lastStop   string
+	wroteFinal bool
+}
+
+func newSession(ctx context.Context, opts Options) (*session, error) {
+	s := &session{opts: opts, start: time.Now()}
+	evOut := io.Discard
+	if opts.OutputFormat == OutputStreamJSON {
+		evOut = opts.Stdout
+	}
+	s.enc = streamjson.NewEncoder(evOut, opts.SessionID, nil)
+	s.out = streamjson.NewEncoder(opts.Stdout, opts.SessionID, nil)
+	s.mb = newMailbox(s.emit)
+
+	var dir string
+	if opts.Home != "" {
+		dir = agents.SessionDir(opts.Home, opts.CWD, opts.SessionID)
+		st, err := agents.OpenTranscript(filepath.Join(dir, "session.jsonl"), nil)
+		if err != nil {
+			return nil, fmt.Errorf("%w: open session: %w", ErrRunFailed, err)
+		}
+		s.store = st
+	}
+	s.reg = agents.NewRegistry(ctx, agents.RegistryConfig{
+		SessionID:        opts.SessionID,
+		Dir:              dir,
+		Model:            opts.Model,
+		ModelName:        opts.ModelName,
+		MaxBackground:    opts.MaxBackground,
+		MaxRetained:      opts.MaxRetained,
+		BackgroundAgents: opts.BackgroundAgents,
+		MaxSteps:         200,
+		Emit:             s.emit,
+		Notify:           s.mb.Push,
+		Logger:           opts.Logger,
+	})
+	parentTools := tools.NewSet(agents.TaskTools(s.reg)...)
+	var store agents.ChatStore
+	if s.store != nil {
+		store = s.store
+	}
+	s.parent = agents.NewRuntime(agents.RuntimeConfig{
+		Agent:     "parent",
+		System:    parentSystemPrompt,
+		Model:     opts.Model,
+		ModelName: opts.ModelName,
+		Tools:     func() *tools.Set { return parentTools },
+		MaxSteps:  opts.MaxTurns,
+		Inbox:     s.mb,
+		Store:     store,
+		Emit:      s.emit,
+	})
+
+	init := streamjson.NewInit()
+	init.CWD, init.Model, init.Tools = opts.CWD, opts.ModelName, parentTools.Names()
+	init.Agents = s.reg.Catalog().Names()
+	init.PermissionMode = permissionMode(opts.ApprovalMode)
+	init.StokeVersion = opts.Version
+	s.emit(init)
+	return s, nil
+}
+
+// permissionMode maps an approval mode to Claude's permissionMode vocabulary.
+func permissionMode(mode string) string {
+	switch mode {
+	case "auto-edit":
+		return "acceptEdits"
+	case "yolo":
+		return "bypassPermissions"
+	case "plan":
+		return "plan"
+	default:
+		return "default"
+	}
+}
+
+// emit writes one event; assistant usage adds up into the result.
+func (s *session) emit(ev streamjson.Event) {
+	if a, ok := ev.(*streamjson.Assistant); ok {
+		s.mu.Lock()
+		s.usage = s.usage.Add(a.Message.Usage)
+		s.mu.Unlock()
+	}
+	if err := s.enc.Encode(ev); err != nil {
+		s.opts.Logger.Debug("write event", "err", err)
+	}
+}
+
+func (s *session) close() {
+	s.reg.Shutdown()
+	if s.store != nil {
+		_ = s.store.Close()
+	}
+}
+
+// prompts yields the user turns: the text prompt, or stream-json lines from stdin.
+type prompt struct {
+	msg llm.Message
+	err error
+}
+
+func (s *session) prompts(ctx context.Context) <-chan prompt {
+	ch := make(chan prompt)
+	if s.opts.InputFormat != InputStreamJSON {
+		go func() {
+			defer close(ch)
+			select {
+			case ch <- prompt{msg: llm.UserText(s.opts.Prompt)}:
+			case <-ctx.Done():
+			}
+		}()
+		return ch
+	}
+	in := s.opts.Stdin
+	if in == nil {
+		in = eofReader{}
+	}
+	dec := streamjson.NewDecoder(in)
+	go func() {
+		defer close(ch)
+		for {
+			inp, err := dec.Next()
+			if errors.Is(err, io.EOF) {
+				return
+			}
+			var p prompt
+			switch {
+			case err != nil:
+				p.err = err
+			case inp.Kind == streamjson.InputUser:
+				p.msg = inp.Message
+			default:
+				s.opts.Logger.Debug("ignoring stdin line", "line", inp.Line, "kind", inp.Kind.String())
+				continue
+			}
+			select {
+			case ch <- p:
+			case <-ctx.Done():
+				return
+			}
+			if p.err != nil {
+				return
+			}
+		}
+	}()
+	return ch
+}
+
+type eofReader struct{}
+
+func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
+
+// run is the parent loop: user turns as they come, notification turns when idle, the
+// end-of-run policy, and the final result.
+func (s *session) run(ctx context.Context) error {
+	streamIn := s.opts.InputFormat == InputStreamJSON
+	prompts := s.prompts(ctx)
+	var usageErr error
+	for prompts != nil || s.pendingBackground() {
+		var p prompt
+		var ok bool
+		select {
+		case p, ok = <-prompts:
+			if !ok {
+				prompts = nil
+				continue
+			}
+		case <-s.mb.ready:
+			if s.mb.empty() {
+				continue
+			}
+			notes := s.mb.take()
+			p = prompt{msg: mergeUser(notes)}
+			if err := s.turn(ctx, p.msg, streamIn); err != nil {
+				return s.fail(ctx, err)
+			}
+			continue
+		case <-ctx.Done():
+			return s.fail(ctx, context.Cause(ctx))
+		}
+		if p.err != nil {
+			usageErr = p.err
+			prompts = nil
+			break
+		}
+		if err := s.turn(ctx, p.msg, streamIn); err != nil {
+			return s.fail(ctx, err)
+		}
+		if !streamIn {
+			prompts = nil // one text prompt
+		}
+	}
+	if usageErr != nil {
+		if s.numTurns == 0 {
+			s.writeResult(streamjson.ResultErrorDuringExecution, usageErr.Error())
+		}
+		s.endBackground(ctx)
+		return fmt.Errorf("%w: %w", ErrUsage, usageErr)
+	}
+	s.endBackground(ctx)
+	if !streamIn || !s.wroteFinal {
+		s.writeResult(streamjson.ResultSuccess, "")
+	}
+	if err := context.Cause(ctx); err != nil && ctx.Err() != nil {
+		return s.interrupted(err)
+	}
+	return nil
+}
+
+// pendingBackground reports whether the run must keep going for background work: a
+// running agent whose notification the parent should read, or an unread notification.
+func (s *session) pendingBackground() bool {
+	if s.opts.BackgroundOnExit == "cancel" {
+		return !s.mb.empty()
+	}
+	return s.reg.Unsettled() > 0 || !s.mb.empty()
+}
+
+// endBackground applies --background-on-exit cancel to the agents still running, and waits
+// for every turn to settle.
+func (s *session) endBackground(ctx context.Context) {
+	if s.opts.BackgroundOnExit == "cancel" {
+		s.reg.CancelAll(errEndOfRun)
+	}
+	_ = s.reg.Wait(context.WithoutCancel(ctx))
+}
+
+// turn runs one parent turn; with perTurnResult it writes that turn's result.
+func (s *session) turn(ctx context.Context, msg llm.Message, perTurnResult bool) error {
+	res, err := s.parent.Execute(ctx, msg)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrRunFailed, err)
+	}
+	s.numTurns += res.Stats.ModelCalls
+	s.apiTime += res.Stats.APIDuration
+	s.lastText = res.FinalText
+	switch res.Reason {
+	case agents.ReasonCompleted:
+		s.lastStop = llm.StopEndTurn
+		if perTurnResult {
+			s.writeResult(streamjson.ResultSuccess, "")
+		}
+		return nil
+	case agents.ReasonMaxTurns:
+		return fmt.Errorf("%w: %w", ErrMaxTurns, res.Err)
+	case agents.ReasonCancelled:
+		return res.Err
+	default:
+		return fmt.Errorf("%w: %w", ErrRunFailed, res.Err)
+	}
+}
+
+// fail ends the run after an error: background agents are cancelled (keeping partial
+// findings), the final result is written, and the error to exit with is returned.
+func (s *session) fail(ctx context.Context, err error) error {
+	s.reg.CancelAll(err)
+	_ = s.reg.Wait(context.WithoutCancel(ctx))
+	switch {
+	case errors.Is(err, ErrMaxTurns):
+		s.writeResult(streamjson.ResultErrorMaxTurns, fmt.Sprintf("Reached maximum number of turns (%d)", s.opts.MaxTurns))
+		return err
+	case errors.Is(err, errTimeout):
+		s.writeResult(streamjson.ResultErrorDuringExecution, err.Error())
+		return fmt.Errorf("%w: %w", ErrRunFailed, err)
+	}
+	var ie *InterruptedError
+	if errors.As(err, &ie) || errors.As(context.Cause(ctx), &ie) {
+		s.writeResult(streamjson.ResultErrorDuringExecution, ie.Error())
+		return ie
+	}
+	s.writeResult(streamjson.ResultErrorDuringExecution, err.Error())
+	if errors.Is(err, ErrRunFailed) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrRunFailed, err)
+}
+
+func (s *session) interrupted(cause error) error {
+	var ie *InterruptedError
+	if errors.As(cause, &ie) {
+		return ie
+	}
+	return fmt.Errorf("%w: %w", ErrRunFailed, cause)
+}
+
+// writeResult writes a result line: on the event stream with stream-json, as the single
+// object with json, as plain text with text.
+func (s *session) writeResult(subtype, errText string) {
+	s.mu.Lock()
+	usage := s.usage
+	s.mu.Unlock()
+	r := streamjson.NewResult(subtype)
+	r.DurationMS = time.Since(s.start).Milliseconds()
+	r.DurationAPIMS = s.apiTime.Milliseconds()
+	r.NumTurns = s.numTurns
+	r.Usage = usage
+	if subtype == streamjson.ResultSuccess {
+		r.Result = s.lastText
+		stop := s.lastStop
+		r.StopReason = &stop
+		r.TerminalReason = "completed"
+	} else {
+		r.Errors = []string{errText}
+		switch subtype {
+		case streamjson.ResultErrorMaxTurns:
+			r.TerminalReason = "max_turns"
+		default:
+			r.TerminalReason = "aborted"
+		}
+	}
+	s.wroteFinal = true
+	switch s.opts.OutputFormat {
+	case OutputStreamJSON:
+		s.emit(r)
+	case OutputJSON:
+		_ = s.out.Encode(r)
+	default:
+		if subtype == streamjson.ResultSuccess {
+			text := s.lastText
+			if len(text) == 0 || text[len(text)-1] != '\n' {
+				text += "\n"
+			}
+			_, _ = io.WriteString(s.opts.Stdout, text)
+		}
+	}
+}
+
+// mergeUser joins user messages into one.
+func mergeUser(ms []llm.Message) llm.Message {
+	out := llm.Message{Role: llm.RoleUser}
+	for _, m := range ms {
+		out.Content = append(out.Content, m.Content...)
+	}
+	return out
+}
+

@@ -1,0 +1,91 @@
+package agents
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Definition is a subagent type.
+type Definition struct {
+	Name        string
+	Description string
+	// Prompt is the system prompt body.
+	Prompt string
+	// Tools is the allow-list of tool names; empty means every workspace tool.
+	Tools []string
+	// Model overrides the parent's model when set.
+	Model string
+	// ApprovalMode overrides the parent's when set.
+	ApprovalMode string
+	// HasHooks: the definition declares hooks (never kept resident).
+	HasHooks bool
+	// Isolation is "" or "worktree" (never kept resident).
+	Isolation string
+	// RaisesApproval: the agent runs with more permission than the parent (never kept resident).
+	RaisesApproval bool
+	// Source is the file it came from ("built-in" for built-ins).
+	Source string
+}
+
+// GeneralPurpose is the built-in subagent type.
+const GeneralPurpose = "general-purpose"
+
+// BuiltinDefinitions returns the built-in subagent types.
+func BuiltinDefinitions() []Definition {
+	return []Definition{{
+		Name:        GeneralPurpose,
+		Description: "General-purpose agent for researching questions, searching code and carrying out multi-step tasks.",
+		Prompt: "You are a subagent of stoke, working on one task for a parent agent. " +
+			"Do the task with the tools you have, then answer with a concise report of what you found or did; " +
+			"the parent sees only your final message.",
+		Source: "built-in",
+	}}
+}
+
+// Resident reports whether a runtime of this type may stay resident between turns. Agents
+// with hooks, worktree isolation or a raised approval mode continue through transcript
+// revival instead.
+func (d Definition) Resident() bool {
+	return !d.HasHooks && d.Isolation == "" && !d.RaisesApproval
+}
+
+// SystemPrompt is the system prompt sent for this type. Its last line names the type, so
+// that a model endpoint (and the e2e mock) can tell the agents apart.
+func (d Definition) SystemPrompt() string {
+	return strings.TrimSpace(d.Prompt) + "\n\nAgent type: " + d.Name + "."
+}
+
+// Catalog is a set of definitions by name.
+type Catalog map[string]Definition
+
+// NewCatalog returns a catalog of defs; a later definition of a name replaces an earlier one.
+func NewCatalog(defs ...Definition) Catalog {
+	c := make(Catalog, len(defs))
+	for _, d := range defs {
+		c[d.Name] = d
+	}
+	return c
+}
+
+// Names returns the type names, sorted.
+func (c Catalog) Names() []string {
+	out := make([]string, 0, len(c))
+	for n := range c {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Lookup returns the definition of name, or an error listing the available types.
+func (c Catalog) Lookup(name string) (Definition, error) {
+	if name == "" {
+		name = GeneralPurpose
+	}
+	d, ok := c[name]
+	if !ok {
+		return Definition{}, fmt.Errorf("unknown subagent_type %q; available types: %s", name, strings.Join(c.Names(), ", "))
+	}
+	return d, nil
+}

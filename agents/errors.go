@@ -1,0 +1,22 @@
+package agents
+
+import "errors"
+
+var (
+	// ErrBusy: Execute was called while a turn of the same runtime is running.
+	ErrBusy = errors.New("agent is busy with another turn")
+	// ErrDisposed: the runtime or controller was disposed.
+	ErrDisposed = errors.New("agent runtime disposed")
+	// ErrMaxSteps: the turn reached its cap on model calls.
+	ErrMaxSteps = errors.New("reached maximum number of turns")
+	// ErrStopped is the cancel cause of a turn stopped by task_stop.
+	ErrStopped = errors.New("stopped by task_stop")
+	// ErrShutdown is the cancel cause of turns cancelled by registry shutdown or reset.
+	ErrShutdown = errors.New("registry shut down")
+	// ErrBadTaskID: a task id does not have the generated form.
+	ErrBadTaskID = errors.New("malformed task id")
+	// ErrUnknownTask: no task with that id in this session.
+	ErrUnknownTask = errors.New("unknown task id")
+	// ErrNoSlot: every background execution slot is taken.
+	ErrNoSlot = errors.New("no free background slot")
+)

@@ -1,0 +1,235 @@
+package agents
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/tools"
+)
+
+// Names of the caller-owned task tools. Subagents never get these.
+const (
+	ToolTask        = "task"
+	ToolSendMessage = "send_message"
+	ToolTaskStop    = "task_stop"
+	ToolListAgents  = "list_agents"
+)
+
+// TaskTools returns task, send_message, task_stop and list_agents over reg.
+func TaskTools(reg *Registry) []tools.Tool {
+	return []tools.Tool{taskTool{reg}, sendMessageTool{reg}, taskStopTool{reg}, listAgentsTool{reg}}
+}
+
+type taskTool struct{ reg *Registry }
+
+func (t taskTool) Spec() llm.ToolSpec {
+	bg := t.reg.BackgroundEnabled()
+	props := map[string]any{
+		"description":   map[string]any{"type": "string", "description": "A short (3-5 word) description of the task."},
+		"prompt":        map[string]any{"type": "string", "description": "The task for the agent to perform."},
+		"subagent_type": map[string]any{"type": "string", "description": "The type of agent: one of " + strings.Join(t.reg.Catalog().Names(), ", ") + ". Default " + GeneralPurpose + "."},
+		"task_id":       map[string]any{"type": "string", "description": "Collect: the task_id of a task launched earlier. Returns its latest recorded result; it never prompts the agent again."},
+	}
+	desc := "Launch a subagent to work on a task, or collect the result of one launched earlier.\n" +
+		"Launch: pass description and prompt (and subagent_type). The result's first line is `task_id: <id>`.\n" +
+		"Collect: pass task_id only; it waits while the task runs and returns the recorded result of its latest turn.\n" +
+		"To continue a finished agent with a new instruction on the same history, use send_message with its task_id."
+	if bg {
+		props["run_in_background"] = map[string]any{"type": "boolean", "description": "Launch: run the agent in the background and return at once; its result arrives later as a <task-notification> message. Collect: report 'still running' at once instead of waiting."}
+		desc += "\nWith run_in_background the agent works while you go on; you are notified when it finishes. Do not poll or relaunch it."
+	}
+	schema := map[string]any{
+		"type":       "object",
+		"properties": props,
+		"anyOf": []any{
+			map[string]any{"required": []string{"task_id"}},
+			map[string]any{"required": []string{"description", "prompt"}},
+		},
+	}
+	raw, _ := json.Marshal(schema)
+	return llm.ToolSpec{Name: ToolTask, Description: desc, Parameters: raw}
+}
+
+type taskInput struct {
+	Description     string `json:"description"`
+	Prompt          string `json:"prompt"`
+	SubagentType    string `json:"subagent_type"`
+	RunInBackground *bool  `json:"run_in_background"`
+	TaskID          string `json:"task_id"`
+}
+
+func (t taskTool) Run(ctx context.Context, call tools.Call) tools.Result {
+	var in taskInput
+	if err := json.Unmarshal(call.Input, &in); err != nil {
+		return tools.Errorf("invalid arguments for task: %v", err)
+	}
+	if in.RunInBackground != nil && !t.reg.BackgroundEnabled() {
+		return tools.Errorf("%v", ErrBackgroundOff)
+	}
+	background := in.RunInBackground != nil && *in.RunInBackground
+	if in.TaskID != "" {
+		return t.collect(ctx, in.TaskID, background)
+	}
+	row, err := t.reg.Launch(ctx, LaunchRequest{
+		Description: in.Description, Prompt: in.Prompt, SubagentType: in.SubagentType,
+		Background: background, ToolUseID: call.ID,
+	})
+	switch {
+	case errors.Is(err, ErrNoSlot):
+		return tools.Errorf("%v. Collect one with task(task_id) or wait for its <task-notification> before launching another.", err)
+	case err != nil && row.TaskID == "":
+		return tools.Errorf("%v", err)
+	}
+	if background {
+		return tools.Result{Content: fmt.Sprintf("task_id: %s\nThe agent is running in the background. Its result arrives later as a <task-notification> message; do not poll it or launch it again. After it finishes, continue it with send_message and this task_id.", row.TaskID)}
+	}
+	return formatOutcome(row)
+}
+
+func (t taskTool) collect(ctx context.Context, s string, noWait bool) tools.Result {
+	id, err := ParseTaskID(s)
+	if err != nil {
+		return tools.Errorf("%v", err)
+	}
+	row, err := t.reg.Collect(ctx, id, noWait)
+	if err != nil && row.TaskID == "" {
+		return tools.Errorf("%v", err)
+	}
+	if row.Status == StatusRunning {
+		if err != nil {
+			return tools.Errorf("task_id: %s\n%v; the task is still running.", id, err)
+		}
+		return tools.Result{Content: fmt.Sprintf("task_id: %s\nstill running (turn %d). Its result arrives as a <task-notification>; collect it later or wait.", id, row.Turn)}
+	}
+	return formatOutcome(row)
+}
+
+// formatOutcome renders a settled row's latest turn for the parent model.
+func formatOutcome(row Row) tools.Result {
+	var b strings.Builder
+	fmt.Fprintf(&b, "task_id: %s\n", row.TaskID)
+	fmt.Fprintf(&b, "status: %s (turn %d)\n", row.Status, row.Turn)
+	o := row.LastOutcome
+	switch {
+	case row.Interrupted:
+		b.WriteString("The task was cancelled before it finished. Its partial findings:\n")
+	case o.Error != "":
+		fmt.Fprintf(&b, "error: %s\n", o.Error)
+	}
+	fmt.Fprintf(&b, "<task_result>\n%s\n</task_result>", o.Text)
+	return tools.Result{Content: b.String(), IsError: row.Status == StatusFailed}
+}
+
+type sendMessageTool struct{ reg *Registry }
+
+func (sendMessageTool) Spec() llm.ToolSpec {
+	return llm.ToolSpec{
+		Name: ToolSendMessage,
+		Description: "Send a message to a subagent by task_id. A running agent reads it between its tool rounds. " +
+			"A completed agent is continued with it as its next instruction, on the same conversation history; " +
+			"its reply arrives as a <task-notification>.",
+		Parameters: json.RawMessage(`{"type":"object","properties":{"task_id":{"type":"string","description":"The task_id of the agent."},"message":{"type":"string","description":"The message or next instruction."}},"required":["task_id","message"]}`),
+	}
+}
+
+func (t sendMessageTool) Run(_ context.Context, call tools.Call) tools.Result {
+	var in struct {
+		TaskID  string `json:"task_id"`
+		Message string `json:"message"`
+	}
+	if err := json.Unmarshal(call.Input, &in); err != nil {
+		return tools.Errorf("invalid arguments for send_message: %v", err)
+	}
+	id, err := ParseTaskID(in.TaskID)
+	if err != nil {
+		return tools.Errorf("%v", err)
+	}
+	res, err := t.reg.Send(id, in.Message, call.ID)
+	if err != nil {
+		return tools.Errorf("task_id: %s\n%v", id, err)
+	}
+	switch res.Continuation {
+	case "queued":
+		return tools.Result{Content: fmt.Sprintf("task_id: %s\nqueued: the agent is running; it reads your message between its tool rounds.", id)}
+	case "resident":
+		return tools.Result{Content: fmt.Sprintf("task_id: %s\ncontinued on its resident runtime as turn %d; the reply arrives as a <task-notification>.", id, res.Row.Turn)}
+	default:
+		return tools.Result{Content: fmt.Sprintf("task_id: %s\nrevived from its transcript as turn %d; the reply arrives as a <task-notification>.", id, res.Row.Turn)}
+	}
+}
+
+type taskStopTool struct{ reg *Registry }
+
+func (taskStopTool) Spec() llm.ToolSpec {
+	return llm.ToolSpec{
+		Name:        ToolTaskStop,
+		Description: "Cancel a running subagent by task_id. Its partial findings are kept and arrive with its notification.",
+		Parameters:  json.RawMessage(`{"type":"object","properties":{"task_id":{"type":"string"}},"required":["task_id"]}`),
+	}
+}
+
+func (t taskStopTool) Run(_ context.Context, call tools.Call) tools.Result {
+	var in struct {
+		TaskID string `json:"task_id"`
+	}
+	if err := json.Unmarshal(call.Input, &in); err != nil {
+		return tools.Errorf("invalid arguments for task_stop: %v", err)
+	}
+	id, err := ParseTaskID(in.TaskID)
+	if err != nil {
+		return tools.Errorf("%v", err)
+	}
+	if _, err := t.reg.Stop(id); err != nil {
+		return tools.Errorf("task_id: %s\n%v", id, err)
+	}
+	return tools.Result{Content: fmt.Sprintf("task_id: %s\nstop requested; its partial findings arrive with its notification.", id)}
+}
+
+type listAgentsTool struct{ reg *Registry }
+
+func (listAgentsTool) Spec() llm.ToolSpec {
+	return llm.ToolSpec{
+		Name:        ToolListAgents,
+		Description: "List the subagents of this session with their task_id, status and whether send_message can continue them.",
+		Parameters:  json.RawMessage(`{"type":"object","properties":{}}`),
+	}
+}
+
+// AgentListing is one entry of list_agents.
+type AgentListing struct {
+	TaskID        TaskID `json:"task_id"`
+	Description   string `json:"description"`
+	SubagentType  string `json:"subagent_type"`
+	Status        Status `json:"status"`
+	Turn          int    `json:"turn"`
+	Continuable   bool   `json:"continuable"`
+	BlockedReason string `json:"blocked_reason"`
+}
+
+func (t listAgentsTool) Run(context.Context, tools.Call) tools.Result {
+	rows := t.reg.List()
+	out := struct {
+		Agents []AgentListing `json:"agents"`
+	}{Agents: make([]AgentListing, 0, len(rows))}
+	for _, r := range rows {
+		reason := r.BlockedReason
+		if reason == "" {
+			switch r.Status {
+			case StatusFailed:
+				reason = "the task failed; launch a new task"
+			case StatusCancelled:
+				reason = "the task was cancelled; launch a new task"
+			}
+		}
+		out.Agents = append(out.Agents, AgentListing{
+			TaskID: r.TaskID, Description: r.Description, SubagentType: r.SubagentType,
+			Status: r.Status, Turn: r.Turn, Continuable: reason == "", BlockedReason: reason,
+		})
+	}
+	raw, _ := json.Marshal(out)
+	return tools.Result{Content: string(raw)}
+}
