@@ -1,0 +1,50 @@
+# stoke — build, test, e2e, bench, demo, lint.
+# The two commands a newcomer needs: `make demo` and `make test`.
+
+GO      ?= go
+BIN     := bin/stoke
+PKGS    := ./...
+FUZZTIME ?= 3s
+
+.PHONY: all build test unit e2e fuzz bench demo lint clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) .
+
+# Everything CI runs: vet, staticcheck, the race-enabled tests of every package (e2e
+# included), and short fuzz runs of the readers of untrusted input.
+test: lint
+	$(GO) test -race -count=1 -shuffle=on $(PKGS)
+	$(MAKE) fuzz
+
+unit:
+	$(GO) test -race -count=1 -shuffle=on $$($(GO) list ./... | grep -v /e2e)
+
+e2e:
+	$(GO) test -race -count=1 ./e2e/...
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzDecoder$$' -fuzztime $(FUZZTIME) ./streamjson
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeTranscript$$' -fuzztime $(FUZZTIME) ./agents
+
+# Benchmarks: in-process (continuation overhead, encoder) and whole-process (wall time and
+# peak RSS of `stoke version`, a one-turn scripted run, the nonce scenario).
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count=1 $(PKGS)
+
+# The product's proof on the bundled scripted model: a background agent keeps a nonce, is
+# continued with send_message on the same task id, and answers from the history it kept.
+demo: build
+	@./$(BIN) -p "Keep NONCE-$$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n' | tr a-f A-F) safe with a background agent, then ask it for the nonce." \
+		--scenario scenarios/nonce-memory.yaml --output-format stream-json --verbose
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+		if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+	$(GO) tool staticcheck $(PKGS)
+
+clean:
+	rm -rf bin

@@ -1,0 +1,284 @@
+package headless
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+	"go.uber.org/goleak"
+
+	"github.com/stoke-cli/stoke/agents/llm/scripted"
+	"github.com/stoke-cli/stoke/streamjson"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func model(t *testing.T, yaml string) *scripted.Model {
+	t.Helper()
+	s, err := scripted.Parse(t.Name(), []byte(yaml))
+	if err != nil {
+		t.Fatalf("parse scenario: %v", err)
+	}
+	return scripted.New(s)
+}
+
+func lines(t *testing.T, out string) []gjson.Result {
+	t.Helper()
+	var ls []gjson.Result
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if !gjson.Valid(l) {
+			t.Fatalf("not JSON: %q", l)
+		}
+		ls = append(ls, gjson.Parse(l))
+	}
+	return ls
+}
+
+func opts(t *testing.T, m *scripted.Model, out *bytes.Buffer) Options {
+	return Options{
+		Prompt: "hello", OutputFormat: OutputStreamJSON, Stdout: out, Model: m,
+		CWD: t.TempDir(), Home: t.TempDir(), SessionID: "11111111-2222-3333-4444-555555555555",
+		Version: "test", BackgroundAgents: true,
+	}
+}
+
+const echo = `
+rules:
+  - agent: parent
+    reply:
+      text: "echo: {{ lastUser }}"
+`
+
+func TestRunOutputFormats(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		format string
+		check  func(t *testing.T, out string)
+	}{
+		{OutputText, func(t *testing.T, out string) {
+			if out != "echo: hello\n" {
+				t.Errorf("text output = %q", out)
+			}
+		}},
+		{OutputJSON, func(t *testing.T, out string) {
+			ls := lines(t, out)
+			if len(ls) != 1 || ls[0].Get("type").String() != "result" || ls[0].Get("result").String() != "echo: hello" {
+				t.Errorf("json output = %q", out)
+			}
+		}},
+		{OutputStreamJSON, func(t *testing.T, out string) {
+			if err := streamjson.Validate(strings.NewReader(out)); err != nil {
+				t.Errorf("invalid stream: %v\n%s", err, out)
+			}
+			ls := lines(t, out)
+			if got := ls[len(ls)-1].Get("result").String(); got != "echo: hello" {
+				t.Errorf("result = %q", got)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.format, func(t *testing.T) {
+			t.Parallel()
+			var out bytes.Buffer
+			o := opts(t, model(t, echo), &out)
+			o.OutputFormat = tt.format
+			if err := Run(t.Context(), o); err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			tt.check(t, out.String())
+		})
+	}
+}
+
+func TestRunMaxTurns(t *testing.T) {
+	t.Parallel()
+	m := model(t, `
+rules:
+  - agent: parent
+    reply:
+      tool_calls:
+        - name: no_such_tool
+          input: {}
+`)
+	var out bytes.Buffer
+	o := opts(t, m, &out)
+	o.MaxTurns = 2
+	err := Run(t.Context(), o)
+	if !errors.Is(err, ErrMaxTurns) {
+		t.Fatalf("err = %v, want ErrMaxTurns", err)
+	}
+	ls := lines(t, out.String())
+	last := ls[len(ls)-1]
+	if last.Get("subtype").String() != streamjson.ResultErrorMaxTurns || !last.Get("is_error").Bool() {
+		t.Errorf("last line = %s", last.Raw)
+	}
+	if n := len(m.Requests()); n != 2 {
+		t.Errorf("model calls = %d, want 2", n)
+	}
+	// The unknown tool came back to the model as a tool error, not a crash.
+	if !strings.Contains(out.String(), `unknown tool \"no_such_tool\"`) {
+		t.Errorf("no tool error in stream:\n%s", out.String())
+	}
+}
+
+func TestRunModelErrorIsExecutionError(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	o := opts(t, model(t, `
+rules:
+  - agent: parent
+    reply:
+      error: "upstream exploded"
+`), &out)
+	err := Run(t.Context(), o)
+	if !errors.Is(err, ErrRunFailed) {
+		t.Fatalf("err = %v, want ErrRunFailed", err)
+	}
+	last := lines(t, out.String())
+	r := last[len(last)-1]
+	if r.Get("subtype").String() != streamjson.ResultErrorDuringExecution || !strings.Contains(r.Get("errors.0").String(), "upstream exploded") {
+		t.Errorf("result = %s", r.Raw)
+	}
+}
+
+func TestRunTimeoutKeepsPartialFindings(t *testing.T) {
+	t.Parallel()
+	m := model(t, `
+rules:
+  - agent: parent
+    when: {step: 1}
+    reply:
+      tool_calls:
+        - name: task
+          input: {description: slow, prompt: "work slowly", run_in_background: true}
+  - agent: parent
+    reply:
+      text: "waiting"
+  - agent: general-purpose
+    reply:
+      delay: 1h
+      text: "never"
+`)
+	var out bytes.Buffer
+	o := opts(t, m, &out)
+	o.Timeout = 200 * time.Millisecond
+	err := Run(t.Context(), o)
+	if !errors.Is(err, ErrRunFailed) {
+		t.Fatalf("err = %v, want ErrRunFailed", err)
+	}
+	ls := lines(t, out.String())
+	var stopped bool
+	for _, l := range ls {
+		if l.Get("subtype").String() == "task_notification" {
+			stopped = l.Get("status").String() == "stopped" && l.Get("reason").String() == "cancelled" && l.Get("interrupted").Bool()
+		}
+	}
+	if !stopped {
+		t.Errorf("no stopped task_notification:\n%s", out.String())
+	}
+	if r := ls[len(ls)-1]; r.Get("subtype").String() != streamjson.ResultErrorDuringExecution {
+		t.Errorf("last = %s", r.Raw)
+	}
+}
+
+func TestRunBackgroundOnExitCancel(t *testing.T) {
+	t.Parallel()
+	m := model(t, `
+rules:
+  - agent: parent
+    when: {step: 1}
+    reply:
+      tool_calls:
+        - name: task
+          input: {description: slow, prompt: "work slowly", run_in_background: true}
+  - agent: parent
+    reply:
+      text: "done without waiting"
+  - agent: general-purpose
+    reply:
+      delay: 1h
+      text: "never"
+`)
+	var out bytes.Buffer
+	o := opts(t, m, &out)
+	o.BackgroundOnExit = "cancel"
+	if err := Run(t.Context(), o); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	s := out.String()
+	if !strings.Contains(s, `"status":"stopped"`) {
+		t.Errorf("background agent not stopped:\n%s", s)
+	}
+	ls := lines(t, s)
+	if r := ls[len(ls)-1]; r.Get("subtype").String() != "success" || r.Get("result").String() != "done without waiting" {
+		t.Errorf("result = %s", r.Raw)
+	}
+}
+
+func TestRunStreamJSONInput(t *testing.T) {
+	t.Parallel()
+	m := model(t, `
+rules:
+  - agent: parent
+    when: {last_user_contains: "second"}
+    reply:
+      text: 'first was {{ match "(alpha-[0-9]+)" }}'
+  - agent: parent
+    reply:
+      text: "ok"
+`)
+	var out bytes.Buffer
+	o := opts(t, m, &out)
+	o.Prompt = ""
+	o.InputFormat = InputStreamJSON
+	o.Stdin = strings.NewReader(`{"type":"user","message":{"role":"user","content":"first alpha-42"}}` + "\n" +
+		`{"type":"user","message":{"role":"user","content":[{"type":"text","text":"second"}]}}` + "\n")
+	if err := Run(t.Context(), o); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	var results []string
+	for _, l := range lines(t, out.String()) {
+		if l.Get("type").String() == "result" {
+			results = append(results, l.Get("result").String())
+		}
+	}
+	if len(results) != 2 || results[1] != "first was alpha-42" {
+		t.Errorf("results = %q", results)
+	}
+}
+
+func TestRunStreamJSONMalformedLine(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	o := opts(t, model(t, echo), &out)
+	o.Prompt = ""
+	o.InputFormat = InputStreamJSON
+	o.Stdin = strings.NewReader(`{"type":"user","message":{"role":"user","content":"one"}}` + "\nnot json\n")
+	err := Run(t.Context(), o)
+	if !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "line 2") {
+		t.Fatalf("err = %v, want ErrUsage naming line 2", err)
+	}
+	ls := lines(t, out.String())
+	if r := ls[len(ls)-1]; r.Get("type").String() != "result" || r.Get("result").String() != "echo: one" {
+		t.Errorf("want the first turn's result last, got %s", r.Raw)
+	}
+}
+
+func TestRunCancelledContext(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	var out bytes.Buffer
+	err := Run(ctx, opts(t, model(t, echo), &out))
+	if err == nil {
+		t.Fatal("Run on a cancelled context succeeded")
+	}
+	ls := lines(t, out.String())
+	if r := ls[len(ls)-1]; r.Get("type").String() != "result" || !r.Get("is_error").Bool() {
+		t.Errorf("last = %s", r.Raw)
+	}
+}
