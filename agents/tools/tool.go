@@ -10,7 +10,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/stoke-cli/stoke/agents/llm"
 )
@@ -55,24 +55,20 @@ type Set struct {
 type lazySchema struct {
 	once   sync.Once
 	raw    json.RawMessage
-	schema *jsonschema.Schema
+	schema *jsonschema.Resolved
 	err    error
 }
 
-func (l *lazySchema) get(name string) (*jsonschema.Schema, error) {
+func (l *lazySchema) get(name string) (*jsonschema.Resolved, error) {
 	l.once.Do(func() {
-		doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(l.raw)))
-		if err != nil {
+		var s jsonschema.Schema
+		if err := json.Unmarshal(l.raw, &s); err != nil {
 			l.err = fmt.Errorf("parse schema of %s: %w", name, err)
 			return
 		}
-		c := jsonschema.NewCompiler()
-		url := "mem://" + name + ".json"
-		if err := c.AddResource(url, doc); err != nil {
-			l.err = fmt.Errorf("add schema of %s: %w", name, err)
-			return
+		if l.schema, l.err = s.Resolve(nil); l.err != nil {
+			l.err = fmt.Errorf("resolve schema of %s: %w", name, l.err)
 		}
-		l.schema, l.err = c.Compile(url)
 	})
 	return l.schema, l.err
 }
@@ -130,8 +126,8 @@ func (s *Set) Run(ctx context.Context, call Call) Result {
 	if len(strings.TrimSpace(string(input))) == 0 {
 		input = json.RawMessage(`{}`)
 	}
-	v, err := jsonschema.UnmarshalJSON(strings.NewReader(string(input)))
-	if err != nil {
+	var v any
+	if err := json.Unmarshal(input, &v); err != nil {
 		return Errorf("invalid arguments for %s: not JSON: %v", call.Name, err)
 	}
 	sch, err := s.schemas[i].get(call.Name)
