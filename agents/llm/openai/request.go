@@ -1,0 +1,137 @@
+package openai
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/stoke-cli/stoke/agents/llm"
+)
+
+// textSeparator joins several text blocks of one message into one string content.
+// Plain string content is what every OpenAI-compatible server understands.
+const textSeparator = "\n\n"
+
+// emptyArguments stands in for a tool call whose Input is empty.
+const emptyArguments = "{}"
+
+// params translates req into chat-completions parameters. The translation is a pure
+// function of req and model, and the SDK marshals structs in field order and maps in
+// key order, so one llm.Request always serialises to the same bytes (prompt caches
+// depend on that).
+func params(req *llm.Request, model string) (sdk.ChatCompletionNewParams, error) {
+	if req.Model != "" {
+		model = req.Model
+	}
+	var msgs []sdk.ChatCompletionMessageParamUnion
+	if req.System != "" {
+		msgs = append(msgs, sdk.SystemMessage(req.System))
+	}
+	for i, m := range req.Messages {
+		switch m.Role {
+		case llm.RoleUser:
+			msgs = appendUser(msgs, m)
+		case llm.RoleAssistant:
+			msgs = append(msgs, assistantMessage(m))
+		default:
+			return sdk.ChatCompletionNewParams{}, fmt.Errorf("translate message %d: unknown role %q", i, m.Role)
+		}
+	}
+	var tools []sdk.ChatCompletionToolUnionParam // nil, not empty: some servers reject "tools":[]
+	for _, t := range req.Tools {
+		fn, err := functionDefinition(t)
+		if err != nil {
+			return sdk.ChatCompletionNewParams{}, err
+		}
+		tools = append(tools, sdk.ChatCompletionFunctionTool(fn))
+	}
+	return sdk.ChatCompletionNewParams{
+		Model:         model,
+		Messages:      msgs,
+		Tools:         tools,
+		StreamOptions: sdk.ChatCompletionStreamOptionsParam{IncludeUsage: param.NewOpt(true)},
+	}, nil
+}
+
+// appendUser appends one tool message per tool_result block, then (if there is any
+// text) one user message: OpenAI requires tool messages right after the assistant
+// message that made the calls.
+func appendUser(msgs []sdk.ChatCompletionMessageParamUnion, m llm.Message) []sdk.ChatCompletionMessageParamUnion {
+	var texts []string
+	hasResults := false
+	for _, b := range m.Content {
+		switch b.Type {
+		case llm.BlockToolResult:
+			// An error result is sent as-is: chat completions has no error flag, and
+			// the tool layer already words the content as an error.
+			msgs = append(msgs, sdk.ToolMessage(b.Content, b.ToolUseID))
+			hasResults = true
+		case llm.BlockText:
+			texts = append(texts, b.Text)
+		}
+	}
+	if len(texts) > 0 || !hasResults {
+		msgs = append(msgs, sdk.UserMessage(strings.Join(texts, textSeparator)))
+	}
+	return msgs
+}
+
+// assistantMessage carries the text blocks as content and the tool_use blocks as
+// tool_calls. Content is omitted when there is no text but there are tool calls.
+func assistantMessage(m llm.Message) sdk.ChatCompletionMessageParamUnion {
+	var (
+		texts []string
+		a     sdk.ChatCompletionAssistantMessageParam
+	)
+	for _, b := range m.Content {
+		switch b.Type {
+		case llm.BlockText:
+			texts = append(texts, b.Text)
+		case llm.BlockToolUse:
+			args := string(b.Input)
+			if args == "" {
+				args = emptyArguments
+			}
+			a.ToolCalls = append(a.ToolCalls, sdk.ChatCompletionMessageToolCallUnionParam{
+				OfFunction: &sdk.ChatCompletionMessageFunctionToolCallParam{
+					ID: b.ID,
+					Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{
+						Name:      b.Name,
+						Arguments: args,
+					},
+				},
+			})
+		}
+	}
+	if len(texts) > 0 || len(a.ToolCalls) == 0 {
+		a.Content.OfString = param.NewOpt(strings.Join(texts, textSeparator))
+	}
+	return sdk.ChatCompletionMessageParamUnion{OfAssistant: &a}
+}
+
+// functionDefinition declares one tool. The schema's top-level values are kept as
+// raw JSON, so nested schemas reach the endpoint byte for byte (numbers keep their
+// precision); only the top-level keys are put in sorted order.
+func functionDefinition(t llm.ToolSpec) (shared.FunctionDefinitionParam, error) {
+	fn := shared.FunctionDefinitionParam{Name: t.Name}
+	if t.Description != "" {
+		fn.Description = param.NewOpt(t.Description)
+	}
+	schema := t.Parameters
+	if len(schema) == 0 {
+		schema = json.RawMessage(`{"type":"object","properties":{}}`)
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(schema, &top); err != nil {
+		return fn, fmt.Errorf("translate tool %q: parameters must be a JSON object: %w", t.Name, err)
+	}
+	fn.Parameters = make(shared.FunctionParameters, len(top))
+	for k, v := range top {
+		fn.Parameters[k] = v
+	}
+	return fn, nil
+}
