@@ -1,0 +1,205 @@
+// Package cmd is stoke's command line: cobra commands and viper configuration, wired to
+// headless.Run. It holds no logic beyond turning flags, environment and settings files
+// into headless.Options, and errors into exit codes.
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+
+	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/headless"
+)
+
+// devVersion is reported when the binary carries no module version (a local build).
+const devVersion = "0.1.0-dev"
+
+// Deps is what the commands take from the process. Execute fills it from the real
+// process; tests fill it with buffers, a fake environment and temporary directories.
+type Deps struct {
+	In     io.Reader
+	Out    io.Writer
+	ErrOut io.Writer
+	// StdinIsTerminal reports whether In is an interactive terminal, from which no
+	// prompt is read.
+	StdinIsTerminal func() bool
+	// LookupEnv reads the environment (os.LookupEnv in production). Nothing in cmd reads
+	// the process environment any other way.
+	LookupEnv func(key string) (string, bool)
+	// Getwd returns the workspace root and the directory of the project settings.
+	Getwd func() (string, error)
+	// UserHomeDir locates ~/.stoke when STOKE_HOME is not set.
+	UserHomeDir func() (string, error)
+	// NewSessionID returns the id of a new session when --session-id is not given.
+	NewSessionID func() string
+	// Viper is a fresh viper.New(), used for one command execution.
+	Viper *viper.Viper
+	// Version is stoke's version, without a leading "v".
+	Version string
+}
+
+// RunFunc runs one headless session. It is headless.Run outside tests.
+type RunFunc func(ctx context.Context, opts headless.Options) error
+
+// Execute runs stoke with the process's arguments and returns its exit code.
+func Execute() int {
+	deps := &Deps{
+		In:              os.Stdin,
+		Out:             os.Stdout,
+		ErrOut:          os.Stderr,
+		StdinIsTerminal: stdinIsTerminal,
+		LookupEnv:       os.LookupEnv,
+		Getwd:           os.Getwd,
+		UserHomeDir:     os.UserHomeDir,
+		NewSessionID:    uuid.NewString,
+		Viper:           viper.New(),
+		Version:         buildVersion(),
+	}
+	return execute(context.Background(), deps, headless.Run, os.Args[1:])
+}
+
+// execute runs the command tree on args, reports a failure on one stderr line and
+// returns the exit code.
+func execute(ctx context.Context, deps *Deps, runF RunFunc, args []string) int {
+	root := NewRootCmd(deps, runF)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err != nil {
+		fmt.Fprintf(deps.ErrOut, "stoke: %s\n", oneLine(err.Error()))
+	}
+	return exitCode(err)
+}
+
+// exitCode maps the error a command returned to stoke's exit code. It is the only place
+// that does. The order matters: an interrupted run is reported as interrupted whatever
+// else it wraps, and a run that failed after it started (ErrMaxTurns, ErrRunFailed)
+// exits 1 even when the cause was a provider's configuration error.
+func exitCode(err error) int {
+	var interrupted *headless.InterruptedError
+	var usage *usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &interrupted):
+		return interrupted.ExitCode()
+	case errors.As(err, &usage), errors.Is(err, headless.ErrUsage):
+		return 2
+	case errors.Is(err, headless.ErrMaxTurns), errors.Is(err, headless.ErrRunFailed):
+		return 1
+	case errors.Is(err, llm.ErrNoAPIKey), errors.Is(err, llm.ErrBadConfig):
+		return 2
+	default:
+		return 1
+	}
+}
+
+// oneLine folds a message onto one line, so stderr gets exactly one line per failure.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// NewRootCmd returns the stoke command tree. The root command runs one headless session
+// through runF (headless.Run when nil).
+func NewRootCmd(deps *Deps, runF RunFunc) *cobra.Command {
+	if runF == nil {
+		runF = headless.Run
+	}
+	cmd := &cobra.Command{
+		Use:   "stoke [flags]",
+		Short: "Run one headless agent session and exit",
+		Long: `stoke runs a model-driven tool loop on one prompt and writes the result on stdout:
+the final text, one JSON result object, or stream-JSON events (--output-format).
+
+Configuration comes from flags, then STOKE_* environment variables (dashes as
+underscores: STOKE_MODEL, STOKE_BASE_URL, ...), then .stoke/settings.yaml in the
+working directory, then $STOKE_HOME/settings.yaml (default ~/.stoke). API keys come
+only from the environment (STOKE_API_KEY, OPENAI_API_KEY, ANTHROPIC_API_KEY) or
+api-key in a settings file.`,
+		Version:                    deps.Version,
+		SilenceUsage:               true,
+		SilenceErrors:              true,
+		SuggestionsMinimumDistance: 2,
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return nil
+			}
+			if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+				return usageErrorf("unknown command %q; did you mean %q?", args[0], s[0])
+			}
+			return usageErrorf("unexpected argument %q: pass the prompt with -p (see 'stoke --help')", args[0])
+		},
+		RunE: func(c *cobra.Command, _ []string) error {
+			return runRoot(c.Context(), deps, c.Flags(), runF)
+		},
+	}
+	cmd.SetIn(deps.In)
+	cmd.SetOut(deps.Out)
+	cmd.SetErr(deps.ErrOut)
+	cmd.SetVersionTemplate(versionLine(deps.Version) + "\n")
+	cmd.CompletionOptions.DisableDefaultCmd = true
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageErrorf("%v (see '%s --help')", err, c.CommandPath())
+	})
+
+	addRunFlags(cmd.Flags())
+
+	cmd.AddCommand(NewCmdVersion(deps))
+	cmd.AddCommand(NewCmdSessions(deps, nil))
+	cmd.AddCommand(NewCmdAgents(deps, nil))
+	return cmd
+}
+
+// addRunFlags declares the flags of a run. Their names are the configuration keys.
+func addRunFlags(f *pflag.FlagSet) {
+	f.SortFlags = false
+	f.StringP("prompt", "p", "", "the prompt (default: read stdin when it is not a terminal)")
+	f.String("output-format", headless.OutputText, "text | json (one result object) | stream-json (NDJSON events)")
+	f.String("input-format", headless.InputText, "text | stream-json (user messages, one JSON line each, on stdin)")
+	f.String("provider", "", "openai | anthropic | scripted (default scripted with --scenario, else openai)")
+	f.StringP("model", "m", "", "model name passed to the provider (openai default "+defaultOpenAIModel+")")
+	f.String("base-url", "", "provider endpoint (OpenAI-compatible: ends in /v1)")
+	f.String("scenario", "", "scenario `FILE` for the scripted provider")
+	f.Int("max-turns", 0, "cap on parent model turns (0: no cap)")
+	f.Duration("timeout", 0, "whole-run deadline, e.g. 10m (0: none)")
+	f.String("approval-mode", approvalDefault, "plan | default | auto-edit | yolo")
+	f.String("background-on-exit", backgroundWait, "wait: end after background agents settle | cancel: cancel them at the end")
+	f.Int("max-background", defaultMaxBackground, "cap on running background agents")
+	f.Bool("no-background-agents", false, "turn background agents off (no run_in_background)")
+	f.String("resume", "", "continue the stored session `SESSION_ID` (restores its agent roster)")
+	f.Bool("continue", false, "resume the most recent session of this working directory")
+	f.String("session-id", "", "start a new session with this `UUID`")
+	f.Bool("bare", false, "no project settings, no post-restore reminder")
+	f.Bool("verbose", false, "accepted for compatibility with Claude Code's stream-json usage")
+	f.Bool("debug", false, "log debug diagnostics on stderr (else STOKE_LOG_LEVEL, default warn)")
+}
+
+// buildVersion is the main module's version from the build info, or devVersion.
+func buildVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return strings.TrimPrefix(bi.Main.Version, "v")
+	}
+	return devVersion
+}
+
+// versionLine is what `stoke version` and `stoke --version` print.
+func versionLine(version string) string {
+	return fmt.Sprintf("stoke %s (%s %s/%s)", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
+
+// stdinIsTerminal reports whether the process's stdin is a character device. /dev/null
+// counts as one, which is what we want: nothing to read there.
+func stdinIsTerminal() bool {
+	fi, err := os.Stdin.Stat()
+	return err != nil || fi.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,245 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/headless"
+)
+
+func TestExitCode(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		err  error
+		want int
+	}{
+		{"nil", nil, 0},
+		{"max turns", fmt.Errorf("parent: %w", headless.ErrMaxTurns), 1},
+		{"run failed", fmt.Errorf("model call: %w", headless.ErrRunFailed), 1},
+		{"run failed on a provider config error", fmt.Errorf("%w: %w", headless.ErrRunFailed, llm.ErrBadConfig), 1},
+		{"headless usage", fmt.Errorf("stream-json line 3: %w", headless.ErrUsage), 2},
+		{"cmd usage", usageErrorf("no prompt"), 2},
+		{"wrapped cmd usage", fmt.Errorf("load: %w", usageErrorf("bad")), 2},
+		{"no api key", fmt.Errorf("openai: %w", llm.ErrNoAPIKey), 2},
+		{"bad provider config", fmt.Errorf("scenario: %w", llm.ErrBadConfig), 2},
+		{"SIGINT", &headless.InterruptedError{Signal: syscall.SIGINT}, 130},
+		{"SIGTERM", fmt.Errorf("run: %w", &headless.InterruptedError{Signal: syscall.SIGTERM}), 143},
+		{"interrupted beats run failed", fmt.Errorf("%w: %w", headless.ErrRunFailed, &headless.InterruptedError{Signal: syscall.SIGINT}), 130},
+		{"anything else", errors.New("disk full"), 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := exitCode(tt.err); got != tt.want {
+				t.Errorf("exitCode(%v) = %d, want %d", tt.err, got, tt.want)
+			}
+		})
+	}
+}
+
+// The error runF returns reaches the exit code and is reported on one stderr line.
+func TestRunErrorReported(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		err  error
+		want int
+	}{
+		{"success", nil, 0},
+		{"max turns", fmt.Errorf("after 3 turns: %w", headless.ErrMaxTurns), 1},
+		{"run failed", fmt.Errorf("provider said:\n500 internal\n%w", headless.ErrRunFailed), 1},
+		{"bad stream-json input", fmt.Errorf("line 2: %w", headless.ErrUsage), 2},
+		{"SIGINT", &headless.InterruptedError{Signal: syscall.SIGINT}, 130},
+		{"SIGTERM", &headless.InterruptedError{Signal: syscall.SIGTERM}, 143},
+		{"other", errors.New("boom"), 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p := newTestProcess(t)
+			p.env["OPENAI_API_KEY"] = "sk-test"
+			p.runErr = tt.err
+			got := p.run(t, "-p", "hello")
+			if got.opts == nil {
+				t.Fatal("runF was not called")
+			}
+			if got.code != tt.want {
+				t.Errorf("exit code = %d, want %d (stderr %q)", got.code, tt.want, got.stderr)
+			}
+			if tt.err == nil {
+				if got.stderr != "" {
+					t.Errorf("stderr = %q, want nothing", got.stderr)
+				}
+				return
+			}
+			requireOneErrorLine(t, got.stderr)
+		})
+	}
+}
+
+// Bad usage and bad configuration exit 2 with one line on stderr, before anything runs.
+func TestUsageErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, p *testProcess)
+		args  []string
+		want  string // in the stderr line
+	}{
+		{name: "unknown flag", args: []string{"--bogus"}, want: "unknown flag: --bogus"},
+		{name: "flag value of the wrong type", args: []string{"-p", "x", "--max-turns", "many"}, want: "--max-turns"},
+		{name: "positional argument", args: []string{"fix", "it"}, want: `unexpected argument "fix"`},
+		{name: "misspelt command", args: []string{"versoin"}, want: `did you mean "version"`},
+		{name: "unknown provider", args: []string{"-p", "x", "--provider", "gemini"}, want: `invalid --provider "gemini": want one of openai, anthropic, scripted`},
+		{name: "unknown provider from env", args: []string{"-p", "x"}, want: "(from STOKE_PROVIDER)",
+			setup: func(_ *testing.T, p *testProcess) { p.env["STOKE_PROVIDER"] = "gemini" }},
+		{name: "anthropic not built yet", args: []string{"-p", "x", "--provider", "anthropic"}, want: "provider anthropic is not available in this build yet"},
+		{name: "bad approval mode", args: []string{"-p", "x", "--approval-mode", "sometimes"}, want: `invalid --approval-mode "sometimes": want one of plan, default, auto-edit, yolo`},
+		{name: "bad approval mode from project settings", args: []string{"-p", "x"}, want: "settings.yaml",
+			setup: func(t *testing.T, p *testProcess) { p.projectSettings(t, "approval-mode: always\n") }},
+		{name: "bad output format", args: []string{"-p", "x", "--output-format", "xml"}, want: "--output-format"},
+		{name: "bad input format", args: []string{"-p", "x", "--input-format", "json"}, want: "--input-format"},
+		{name: "bad background-on-exit", args: []string{"-p", "x", "--background-on-exit", "detach"}, want: "wait, cancel"},
+		{name: "negative max turns", args: []string{"-p", "x", "--max-turns", "-1"}, want: "--max-turns"},
+		{name: "negative timeout", args: []string{"-p", "x", "--timeout", "-5s"}, want: "--timeout"},
+		{name: "zero max background", args: []string{"-p", "x", "--max-background", "0"}, want: "--max-background"},
+		{name: "max turns env not a number", args: []string{"-p", "x"}, want: "STOKE_MAX_TURNS",
+			setup: func(_ *testing.T, p *testProcess) { p.env["STOKE_MAX_TURNS"] = "lots" }},
+		{name: "timeout env without unit", args: []string{"-p", "x"}, want: "STOKE_TIMEOUT",
+			setup: func(_ *testing.T, p *testProcess) { p.env["STOKE_TIMEOUT"] = "30" }},
+		{name: "bad log level", args: []string{"-p", "x"}, want: "STOKE_LOG_LEVEL",
+			setup: func(_ *testing.T, p *testProcess) { p.env["STOKE_LOG_LEVEL"] = "chatty" }},
+		{name: "session id not a UUID", args: []string{"-p", "x", "--session-id", "../../etc"}, want: "--session-id"},
+		{name: "resume and continue", args: []string{"-p", "x", "--resume", "abc", "--continue"}, want: "--resume and --continue"},
+		{name: "session id with resume", args: []string{"-p", "x", "--resume", "abc", "--session-id", fixedSessionID}, want: "--session-id"},
+		{name: "scripted without scenario", args: []string{"-p", "x", "--provider", "scripted"}, want: "--scenario"},
+		{name: "missing scenario file", args: []string{"-p", "x", "--scenario", "nope.yaml"}, want: "nope.yaml"},
+		{name: "malformed scenario", args: []string{"-p", "x", "--scenario", "bad.yaml"}, want: "bad.yaml",
+			setup: func(t *testing.T, p *testProcess) { writeFile(t, filepath.Join(p.cwd, "bad.yaml"), "rules: [\n") }},
+		{name: "no api key", args: []string{"-p", "x"}, want: "OPENAI_API_KEY"},
+		{name: "malformed project settings", args: []string{"-p", "x"}, want: filepath.Join(".stoke", "settings.yaml"),
+			setup: func(t *testing.T, p *testProcess) { p.projectSettings(t, "model: [gpt\n") }},
+		{name: "malformed home settings", args: []string{"-p", "x"}, want: filepath.Join("statehome", "settings.yaml"),
+			setup: func(t *testing.T, p *testProcess) {
+				p.env["STOKE_HOME"] = filepath.Join(p.userHome, "statehome")
+				p.homeSettings(t, "- just\n- a list\n")
+			}},
+		{name: "settings value of the wrong type", args: []string{"-p", "x"}, want: "max-turns",
+			setup: func(t *testing.T, p *testProcess) { p.projectSettings(t, "max-turns: plenty\n") }},
+		{name: "no prompt, stdin is a terminal", args: nil, want: "no prompt: pass -p TEXT or pipe the prompt on stdin"},
+		{name: "empty stdin", args: nil, want: "no prompt",
+			setup: func(_ *testing.T, p *testProcess) { p.tty, p.stdin = false, "\n\n" }},
+		{name: "blank -p", args: []string{"-p", "  "}, want: "empty prompt"},
+		{name: "prompt with stream-json input", args: []string{"-p", "x", "--input-format", "stream-json"}, want: "stream-json"},
+		{name: "unknown sessions command", args: []string{"sessions", "rm"}, want: `unknown command "rm"`},
+		{name: "agents without list", args: []string{"agents"}, want: "missing command"},
+		{name: "run flag on a subcommand", args: []string{"version", "--model", "x"}, want: "unknown flag: --model"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p := newTestProcess(t)
+			if tt.name != "no api key" {
+				p.env["OPENAI_API_KEY"] = "sk-test"
+			}
+			if tt.setup != nil {
+				tt.setup(t, p)
+			}
+			got := p.run(t, tt.args...)
+			if got.code != 2 {
+				t.Errorf("exit code = %d, want 2 (stderr %q)", got.code, got.stderr)
+			}
+			if got.opts != nil {
+				t.Error("runF was called")
+			}
+			if got.stdout != "" {
+				t.Errorf("stdout = %q, want nothing", got.stdout)
+			}
+			requireOneErrorLine(t, got.stderr)
+			if !strings.Contains(got.stderr, tt.want) {
+				t.Errorf("stderr = %q, want it to contain %q", got.stderr, tt.want)
+			}
+			if strings.Contains(got.stderr, "sk-test") {
+				t.Errorf("stderr shows the API key: %q", got.stderr)
+			}
+		})
+	}
+}
+
+func TestVersion(t *testing.T) {
+	t.Parallel()
+	want := fmt.Sprintf("stoke 1.2.3 (%s %s/%s)\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		t.Run(args[0], func(t *testing.T) {
+			t.Parallel()
+			got := newTestProcess(t).run(t, args...)
+			if got.code != 0 || got.stdout != want || got.stderr != "" {
+				t.Errorf("stoke %s: code %d, stdout %q, stderr %q; want 0, %q, nothing", args[0], got.code, got.stdout, got.stderr, want)
+			}
+		})
+	}
+}
+
+func TestListCommandsDefault(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sessions", "list"}, "SESSION ID  UPDATED  PROMPT\n"},
+		{[]string{"sessions", "list", "--json"}, "[]\n"},
+		{[]string{"agents", "list"}, "TASK ID  STATUS  TURN  TYPE  DESCRIPTION\n"},
+		{[]string{"agents", "list", "--session", fixedSessionID, "--json"}, "[]\n"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			t.Parallel()
+			got := newTestProcess(t).run(t, tt.args...)
+			if got.code != 0 || got.stdout != tt.want || got.stderr != "" {
+				t.Errorf("code %d, stdout %q, stderr %q; want 0, %q, nothing", got.code, got.stdout, got.stderr, tt.want)
+			}
+		})
+	}
+}
+
+// The list commands hand their flags and paths to the hook.
+func TestListCommandsHooks(t *testing.T) {
+	t.Parallel()
+	p := newTestProcess(t)
+	p.env["STOKE_HOME"] = filepath.Join(p.cwd, "state")
+
+	t.Run("sessions", func(t *testing.T) {
+		t.Parallel()
+		deps, _, _ := p.deps()
+		var got SessionsListOptions
+		c := NewCmdSessions(deps, func(_ context.Context, o SessionsListOptions) error { got = o; return nil })
+		c.SetArgs([]string{"list", "--json"})
+		if err := c.Execute(); err != nil {
+			t.Fatal(err)
+		}
+		if !got.JSON || got.Home != p.env["STOKE_HOME"] || got.CWD != p.cwd || got.Out != deps.Out {
+			t.Errorf("options = %+v", got)
+		}
+	})
+	t.Run("agents", func(t *testing.T) {
+		t.Parallel()
+		deps, _, _ := p.deps()
+		var got AgentsListOptions
+		c := NewCmdAgents(deps, func(_ context.Context, o AgentsListOptions) error { got = o; return nil })
+		c.SetArgs([]string{"list", "--session", "s-1"})
+		if err := c.Execute(); err != nil {
+			t.Fatal(err)
+		}
+		if got.JSON || got.Session != "s-1" || got.Home != p.env["STOKE_HOME"] || got.CWD != p.cwd {
+			t.Errorf("options = %+v", got)
+		}
+	})
+}

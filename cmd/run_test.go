@@ -1,0 +1,241 @@
+package cmd
+
+import (
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/stoke-cli/stoke/agents/llm/openai"
+	"github.com/stoke-cli/stoke/agents/llm/scripted"
+	"github.com/stoke-cli/stoke/headless"
+)
+
+// ignoreWiring leaves out of comparisons the Options fields that are objects, not values.
+var ignoreWiring = cmpopts.IgnoreFields(headless.Options{}, "Stdin", "Stdout", "Logger", "Model")
+
+func TestOptionsFromFlags(t *testing.T) {
+	t.Parallel()
+	p := newTestProcess(t)
+	p.env["OPENAI_API_KEY"] = "sk-test"
+	got := p.run(t,
+		"-p", "fix the bug",
+		"--output-format", "stream-json",
+		"-m", "gpt-5-mini",
+		"--base-url", "http://127.0.0.1:9/v1",
+		"--max-turns", "12",
+		"--timeout", "5m",
+		"--approval-mode", "yolo",
+		"--background-on-exit", "cancel",
+		"--max-background", "8",
+		"--no-background-agents",
+		"--session-id", "7B4A4E70-5576-4AC3-B794-8F816B5C26E8",
+		"--bare",
+		"--verbose",
+	)
+	if got.code != 0 || got.opts == nil {
+		t.Fatalf("exit code %d, stderr %q", got.code, got.stderr)
+	}
+	want := headless.Options{
+		Prompt:           "fix the bug",
+		InputFormat:      "text",
+		OutputFormat:     "stream-json",
+		ModelName:        "gpt-5-mini",
+		MaxTurns:         12,
+		Timeout:          5 * time.Minute,
+		ApprovalMode:     "yolo",
+		BackgroundOnExit: "cancel",
+		CWD:              p.cwd,
+		SessionID:        "7b4a4e70-5576-4ac3-b794-8f816b5c26e8",
+		Home:             filepath.Join(p.userHome, ".stoke"),
+		Version:          "1.2.3",
+		MaxBackground:    8,
+		MaxRetained:      100,
+		BackgroundAgents: false,
+		Bare:             true,
+	}
+	if d := cmp.Diff(want, *got.opts, ignoreWiring); d != "" {
+		t.Errorf("Options (-want +got):\n%s", d)
+	}
+	if _, ok := got.opts.Model.(*openai.Model); !ok {
+		t.Errorf("Model is %T, want *openai.Model", got.opts.Model)
+	}
+	if got.opts.Stdin != nil || got.opts.Logger == nil || got.opts.Stdout == nil {
+		t.Errorf("Stdin %v, Logger %v, Stdout %v; want nil, set, set", got.opts.Stdin, got.opts.Logger, got.opts.Stdout)
+	}
+}
+
+func TestOptionsDefaults(t *testing.T) {
+	t.Parallel()
+	p := newTestProcess(t)
+	p.env["OPENAI_API_KEY"] = "sk-test"
+	got := p.run(t, "-p", "hi")
+	if got.code != 0 || got.opts == nil {
+		t.Fatalf("exit code %d, stderr %q", got.code, got.stderr)
+	}
+	want := headless.Options{
+		Prompt:           "hi",
+		InputFormat:      "text",
+		OutputFormat:     "text",
+		ModelName:        defaultOpenAIModel,
+		ApprovalMode:     "default",
+		BackgroundOnExit: "wait",
+		CWD:              p.cwd,
+		SessionID:        fixedSessionID,
+		Home:             filepath.Join(p.userHome, ".stoke"),
+		Version:          "1.2.3",
+		MaxBackground:    4,
+		MaxRetained:      100,
+		BackgroundAgents: true,
+	}
+	if d := cmp.Diff(want, *got.opts, ignoreWiring); d != "" {
+		t.Errorf("Options (-want +got):\n%s", d)
+	}
+	if got.stderr != "" {
+		t.Errorf("stderr = %q, want nothing at the default log level", got.stderr)
+	}
+}
+
+func TestPromptSources(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		args       []string
+		env        string // STOKE_PROMPT, when not empty
+		tty        bool
+		stdin      string
+		wantPrompt string
+		wantStdin  bool
+	}{
+		{name: "flag", args: []string{"-p", "from flag"}, tty: true, wantPrompt: "from flag"},
+		{name: "flag wins over piped stdin", args: []string{"-p", "from flag"}, stdin: "piped", wantPrompt: "from flag"},
+		{name: "STOKE_PROMPT", env: "from env", tty: true, wantPrompt: "from env"},
+		{name: "flag beats STOKE_PROMPT", args: []string{"-p", "from flag"}, env: "from env", wantPrompt: "from flag"},
+		{name: "piped stdin", stdin: "line one\nline two\n\n", wantPrompt: "line one\nline two"},
+		{name: "piped stdin with CRLF", stdin: "hello\r\n", wantPrompt: "hello"},
+		{name: "stream-json input", args: []string{"--input-format", "stream-json"}, stdin: `{"type":"user"}` + "\n", wantStdin: true},
+		{name: "stream-json input from a terminal", args: []string{"--input-format", "stream-json"}, tty: true, wantStdin: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p := newTestProcess(t)
+			p.env["OPENAI_API_KEY"] = "sk-test"
+			p.tty, p.stdin = tt.tty, tt.stdin
+			if tt.env != "" {
+				p.env["STOKE_PROMPT"] = tt.env
+			}
+			got := p.run(t, tt.args...)
+			if got.code != 0 || got.opts == nil {
+				t.Fatalf("exit code %d, stderr %q", got.code, got.stderr)
+			}
+			if got.opts.Prompt != tt.wantPrompt {
+				t.Errorf("Prompt = %q, want %q", got.opts.Prompt, tt.wantPrompt)
+			}
+			if (got.opts.Stdin != nil) != tt.wantStdin {
+				t.Errorf("Stdin = %v, want set: %v", got.opts.Stdin, tt.wantStdin)
+			}
+		})
+	}
+}
+
+func TestSessionIDs(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name         string
+		args         []string
+		wantSession  string
+		wantResume   string
+		wantContinue bool
+	}{
+		{name: "generated", wantSession: fixedSessionID},
+		{name: "given", args: []string{"--session-id", "{7b4a4e70-5576-4ac3-b794-8f816b5c26e8}"}, wantSession: "7b4a4e70-5576-4ac3-b794-8f816b5c26e8"},
+		{name: "resume", args: []string{"--resume", "7b4a4e70-5576-4ac3-b794-8f816b5c26e8"}, wantResume: "7b4a4e70-5576-4ac3-b794-8f816b5c26e8"},
+		{name: "continue", args: []string{"--continue"}, wantContinue: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p := newTestProcess(t)
+			p.env["OPENAI_API_KEY"] = "sk-test"
+			got := p.run(t, append([]string{"-p", "hi"}, tt.args...)...)
+			if got.code != 0 || got.opts == nil {
+				t.Fatalf("exit code %d, stderr %q", got.code, got.stderr)
+			}
+			o := got.opts
+			if o.SessionID != tt.wantSession || o.Resume != tt.wantResume || o.Continue != tt.wantContinue {
+				t.Errorf("SessionID %q, Resume %q, Continue %v; want %q, %q, %v",
+					o.SessionID, o.Resume, o.Continue, tt.wantSession, tt.wantResume, tt.wantContinue)
+			}
+		})
+	}
+}
+
+func TestScriptedProvider(t *testing.T) {
+	t.Parallel()
+	p := newTestProcess(t)
+	writeFile(t, filepath.Join(p.cwd, "scenarios", "hi.yaml"), "model: scripted-hi\nrules:\n  - reply:\n      text: hello\n")
+	// No API key anywhere: the scripted provider needs none.
+	got := p.run(t, "-p", "hi", "--scenario", filepath.Join("scenarios", "hi.yaml"))
+	if got.code != 0 || got.opts == nil {
+		t.Fatalf("exit code %d, stderr %q", got.code, got.stderr)
+	}
+	if _, ok := got.opts.Model.(*scripted.Model); !ok {
+		t.Errorf("Model is %T, want *scripted.Model", got.opts.Model)
+	}
+	if got.opts.ModelName != "scripted-hi" {
+		t.Errorf("ModelName = %q, want scripted-hi", got.opts.ModelName)
+	}
+}
+
+func TestHomeFromEnvironment(t *testing.T) {
+	t.Parallel()
+	p := newTestProcess(t)
+	p.env["OPENAI_API_KEY"] = "sk-test"
+	p.env["STOKE_HOME"] = "state" // relative to the working directory
+	got := p.run(t, "-p", "hi")
+	if got.code != 0 || got.opts == nil {
+		t.Fatalf("exit code %d, stderr %q", got.code, got.stderr)
+	}
+	if want := filepath.Join(p.cwd, "state"); got.opts.Home != want {
+		t.Errorf("Home = %q, want %q", got.opts.Home, want)
+	}
+}
+
+// --debug logs the configuration on stderr, without the API key.
+func TestDebugLogHidesKey(t *testing.T) {
+	t.Parallel()
+	p := newTestProcess(t)
+	p.env["OPENAI_API_KEY"] = "sk-very-secret"
+	got := p.run(t, "-p", "hi", "--debug")
+	if got.code != 0 {
+		t.Fatalf("exit code %d, stderr %q", got.code, got.stderr)
+	}
+	if !strings.Contains(got.stderr, "level=DEBUG") || !strings.Contains(got.stderr, "config.api-key=<redacted>") {
+		t.Errorf("no debug record with the redacted key:\n%s", got.stderr)
+	}
+	if strings.Contains(got.stderr, "sk-very-secret") {
+		t.Errorf("stderr shows the API key:\n%s", got.stderr)
+	}
+	if got.opts.Logger == nil || !got.opts.Logger.Enabled(t.Context(), slog.LevelDebug) {
+		t.Error("Options.Logger is not at debug level")
+	}
+}
+
+func TestLogLevelFromEnvironment(t *testing.T) {
+	t.Parallel()
+	p := newTestProcess(t)
+	p.env["OPENAI_API_KEY"] = "sk-test"
+	p.env["STOKE_LOG_LEVEL"] = "error"
+	got := p.run(t, "-p", "hi")
+	if got.code != 0 || got.opts == nil {
+		t.Fatalf("exit code %d, stderr %q", got.code, got.stderr)
+	}
+	if got.opts.Logger.Enabled(t.Context(), slog.LevelWarn) || !got.opts.Logger.Enabled(t.Context(), slog.LevelError) {
+		t.Error("Options.Logger is not at error level")
+	}
+}
