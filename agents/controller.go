@@ -175,18 +175,21 @@ func (in *entryInbox) Settle(final string) []llm.Message {
 		}
 	}
 	in.r.mu.Lock()
-	defer in.r.mu.Unlock()
 	if q := in.e.queue; len(q) > 0 {
 		in.e.queue = nil
+		in.r.mu.Unlock()
 		return q
 	}
 	if in.c.stopRequested || in.c.disposed {
+		in.r.mu.Unlock()
 		return nil // the turn is being cancelled; finishTurn records it
 	}
 	in.r.completeLocked(in.e, in.c, final)
 	if in.c.cur != nil {
 		in.c.cur.committed, in.c.cur.row = true, in.e.row
 	}
+	in.r.mu.Unlock()
+	in.r.persist(in.e)
 	return nil
 }
 
@@ -244,6 +247,9 @@ func (r *Registry) finishTurn(c *controller, e *entry, t turn, res TurnResult) {
 	}
 	r.mu.Unlock()
 
+	if !completed {
+		r.persist(e)
+	}
 	if !keep {
 		r.dispose(c)
 		r.release(c)
@@ -317,6 +323,7 @@ func (r *Registry) settleFailed(e *entry, c *controller, done chan struct{}, err
 	}
 	close(done)
 	r.mu.Unlock()
+	r.persist(e)
 	r.dispose(c)
 }
 

@@ -64,8 +64,11 @@ type Row struct {
 // RegistryConfig configures a Registry.
 type RegistryConfig struct {
 	SessionID string
-	// Dir is the session directory; transcripts go to Dir/agents/<task-id>.jsonl.
-	Dir       string
+	// Dir is the session directory; transcripts go to Dir/agents/<task-id>.jsonl and
+	// sidecars to Dir/agents/<task-id>.meta.json. Empty: nothing is stored.
+	Dir string
+	// CWD is the working directory the agents run in (recorded in sidecars).
+	CWD       string
 	Model     llm.Model
 	ModelName string
 	Catalog   Catalog
@@ -109,6 +112,11 @@ type entry struct {
 	row   Row
 	def   Definition
 	queue []llm.Message
+	// rev counts row changes (guarded by the registry mutex); written is the rev last
+	// stored in the sidecar (guarded by wmu, held while writing).
+	rev     int
+	wmu     sync.Mutex
+	written int
 	// done is closed when the latest turn has settled (outcome recorded).
 	done chan struct{}
 }
@@ -206,6 +214,7 @@ func (r *Registry) Launch(ctx context.Context, req LaunchRequest) (Row, error) {
 	c := &controller{id: id, resident: req.Background && def.Resident()}
 	r.controllers[id] = c
 	r.mu.Unlock()
+	r.persist(e)
 
 	tr, err := r.openTranscript(id, def)
 	if err != nil {
@@ -468,7 +477,31 @@ func (r *Registry) Send(id TaskID, message, toolUseID string) (SendResult, error
 	row := e.row
 	r.startTurnLocked(c, e, t)
 	r.mu.Unlock()
+	r.persist(e)
 	return SendResult{Row: row, Continuation: kind}, nil
+}
+
+// persist writes e's row to its sidecar, unless a newer write already happened. Call
+// without r.mu held, after the transition, before anything announces it.
+func (r *Registry) persist(e *entry) {
+	if r.cfg.Dir == "" {
+		return
+	}
+	r.mu.Lock()
+	e.rev++
+	rev := e.rev
+	sc := Sidecar{Row: e.row, CWD: r.cfg.CWD, Isolation: e.def.Isolation}
+	r.mu.Unlock()
+	e.wmu.Lock()
+	defer e.wmu.Unlock()
+	if rev <= e.written {
+		return
+	}
+	if err := WriteSidecar(r.cfg.Dir, sc); err != nil {
+		r.cfg.Logger.Warn("write sidecar", "task_id", sc.TaskID, "err", err)
+		return
+	}
+	e.written = rev
 }
 
 // ErrNotContinuable: the task cannot take a new turn.

@@ -58,11 +58,60 @@ func OpenTranscript(path string, now func() time.Time) (*Transcript, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("create transcript dir: %w", err)
 	}
+	if err := trimTornTail(path); err != nil {
+		return nil, err
+	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open transcript: %w", err)
 	}
 	return &Transcript{f: f, path: path, now: now}, nil
+}
+
+// trimTornTail cuts a torn last line (a write cut by a crash) off an existing transcript,
+// so that the next record starts on a line of its own. The torn record was never complete,
+// so nothing that was acknowledged is lost.
+func trimTornTail(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("open transcript: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || st.Size() == 0 {
+		return err
+	}
+	const chunk = 64 << 10
+	buf := make([]byte, chunk)
+	end := st.Size()
+	for off := end; off > 0; {
+		n := int64(chunk)
+		if off < n {
+			n = off
+		}
+		off -= n
+		if _, err := f.ReadAt(buf[:n], off); err != nil {
+			return fmt.Errorf("read transcript tail: %w", err)
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			keep := off + int64(i) + 1
+			if keep == end {
+				return nil
+			}
+			return truncateSync(f, keep)
+		}
+	}
+	return truncateSync(f, 0)
+}
+
+func truncateSync(f *os.File, size int64) error {
+	if err := f.Truncate(size); err != nil {
+		return fmt.Errorf("trim torn transcript line: %w", err)
+	}
+	return f.Sync()
 }
 
 // Path is the file's path.

@@ -83,6 +83,11 @@ type session struct {
 	mb     *mailbox
 	store  *agents.Transcript
 	start  time.Time
+	// dir is the session directory ("" without a home); created its creation time.
+	dir     string
+	created time.Time
+	// reminder is added once to the next ordinary user prompt after a restore.
+	reminder *llm.Block
 
 	mu    sync.Mutex
 	usage llm.Usage // every assistant line's usage, subagents included
@@ -96,7 +101,11 @@ type session struct {
 }
 
 func newSession(ctx context.Context, opts Options) (*session, error) {
-	s := &session{opts: opts, start: time.Now()}
+	dir, st, err := openSession(&opts)
+	if err != nil {
+		return nil, err
+	}
+	s := &session{opts: opts, start: time.Now(), dir: dir, created: time.Now()}
 	evOut := io.Discard
 	if opts.OutputFormat == OutputStreamJSON {
 		evOut = opts.Stdout
@@ -105,18 +114,25 @@ func newSession(ctx context.Context, opts Options) (*session, error) {
 	s.out = streamjson.NewEncoder(opts.Stdout, opts.SessionID, nil)
 	s.mb = newMailbox(s.emit)
 
-	var dir string
-	if opts.Home != "" {
-		dir = agents.SessionDir(opts.Home, opts.CWD, opts.SessionID)
-		st, err := agents.OpenTranscript(filepath.Join(dir, "session.jsonl"), nil)
+	var history []llm.Message
+	if st != nil {
+		history = st.history
+		s.created = st.info.CreatedAt
+	}
+	if dir != "" {
+		if err := writeSessionInfo(dir, opts, s.created); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrRunFailed, err)
+		}
+		tr, err := agents.OpenTranscript(filepath.Join(dir, "session.jsonl"), nil)
 		if err != nil {
 			return nil, fmt.Errorf("%w: open session: %w", ErrRunFailed, err)
 		}
-		s.store = st
+		s.store = tr
 	}
 	s.reg = agents.NewRegistry(ctx, agents.RegistryConfig{
 		SessionID:        opts.SessionID,
 		Dir:              dir,
+		CWD:              opts.CWD,
 		Model:            opts.Model,
 		ModelName:        opts.ModelName,
 		MaxBackground:    opts.MaxBackground,
@@ -127,6 +143,17 @@ func newSession(ctx context.Context, opts Options) (*session, error) {
 		Notify:           s.mb.Push,
 		Logger:           opts.Logger,
 	})
+	if st != nil && len(st.roster) > 0 {
+		if err := s.reg.Restore(st.roster); err != nil {
+			s.reg.Shutdown()
+			s.store.Close()
+			return nil, fmt.Errorf("%w: restore agents: %w", ErrRunFailed, err)
+		}
+		if !opts.Bare {
+			r := rosterReminder(len(st.roster))
+			s.reminder = &r
+		}
+	}
 	parentTools := tools.NewSet(agents.TaskTools(s.reg)...)
 	var store agents.ChatStore
 	if s.store != nil {
@@ -142,6 +169,7 @@ func newSession(ctx context.Context, opts Options) (*session, error) {
 		Inbox:     s.mb,
 		Store:     store,
 		Emit:      s.emit,
+		History:   history,
 	})
 
 	init := streamjson.NewInit()
@@ -183,6 +211,9 @@ func (s *session) close() {
 	s.reg.Shutdown()
 	if s.store != nil {
 		_ = s.store.Close()
+	}
+	if err := writeSessionInfo(s.dir, s.opts, s.created); err != nil {
+		s.opts.Logger.Warn("write session info", "err", err)
 	}
 }
 
@@ -275,6 +306,10 @@ func (s *session) run(ctx context.Context) error {
 			usageErr = p.err
 			prompts = nil
 			break
+		}
+		if s.reminder != nil {
+			p.msg.Content = append(p.msg.Content, *s.reminder)
+			s.reminder = nil
 		}
 		if err := s.turn(ctx, p.msg, streamIn); err != nil {
 			return s.fail(ctx, err)
