@@ -180,3 +180,21 @@ func transcriptOwner(path string) (string, error) {
 	}
 	return rec.TaskID, nil
 }
+
+// ReadSidecars returns every readable sidecar of session directory dir, oldest first, and
+// a warning for each one that could not be read.
+func ReadSidecars(dir string) ([]Sidecar, []string) {
+	paths, _ := filepath.Glob(filepath.Join(dir, "agents", "*"+sidecarSuffix))
+	var out []Sidecar
+	var warnings []string
+	for _, p := range paths {
+		s, err := ReadSidecar(p)
+		if err != nil {
+			warnings = append(warnings, fmt.Sprintf("skipping sidecar %s: %v", filepath.Base(p), err))
+			continue
+		}
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
+	return out, warnings
+}

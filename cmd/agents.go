@@ -2,16 +2,20 @@ package cmd
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+
+	"github.com/stoke-cli/stoke/agents"
 )
 
 // AgentsListOptions are the inputs of `stoke agents list`.
 type AgentsListOptions struct {
 	Out io.Writer
+	Err io.Writer
 	// Home is $STOKE_HOME; CWD picks the project.
 	Home string
 	CWD  string
@@ -46,7 +50,7 @@ func NewCmdAgents(deps *Deps, listF func(context.Context, AgentsListOptions) err
 			if err != nil {
 				return err
 			}
-			opts.Out, opts.Home, opts.CWD = deps.Out, home, cwd
+			opts.Out, opts.Err, opts.Home, opts.CWD = deps.Out, deps.ErrOut, home, cwd
 			return listF(c.Context(), opts)
 		},
 	}
@@ -56,16 +60,36 @@ func NewCmdAgents(deps *Deps, listF func(context.Context, AgentsListOptions) err
 	return cmd
 }
 
-// listAgents prints a session's stored agent roster.
-//
-// TODO(sessions on disk): read the agents/*.meta.json sidecars of the session through the
-// agents package; until then there is nothing to list.
+// listAgents prints a session's agent roster as stored on disk (its sidecars).
 func listAgents(_ context.Context, opts AgentsListOptions) error {
+	var (
+		info agents.SessionInfo
+		err  error
+	)
+	if opts.Session != "" {
+		info, err = agents.FindSession(opts.Home, opts.CWD, opts.Session)
+	} else {
+		info, err = agents.LatestSession(opts.Home, opts.CWD)
+	}
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	rows, warnings := agents.ReadSidecars(info.Dir)
+	for _, w := range warnings {
+		fmt.Fprintln(opts.Err, "stoke: warning:", w)
+	}
 	if opts.JSON {
-		_, err := fmt.Fprintln(opts.Out, "[]")
-		return err
+		if rows == nil {
+			rows = []agents.Sidecar{}
+		}
+		enc := json.NewEncoder(opts.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rows)
 	}
 	tw := tabwriter.NewWriter(opts.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TASK ID\tSTATUS\tTURN\tTYPE\tDESCRIPTION")
+	fmt.Fprintln(tw, "TASK ID\tSTATUS\tTURN\tTYPE\tBACKGROUND\tDESCRIPTION")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%v\t%s\n", r.TaskID, r.Status, r.Turn, r.SubagentType, r.Backgrounded, r.Description)
+	}
 	return tw.Flush()
 }

@@ -9,7 +9,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
+	"github.com/stoke-cli/stoke/agents"
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/headless"
 )
@@ -188,26 +190,57 @@ func TestVersion(t *testing.T) {
 	}
 }
 
-func TestListCommandsDefault(t *testing.T) {
+func TestListCommandsReadDisk(t *testing.T) {
 	t.Parallel()
+	p := newTestProcess(t)
+	home := filepath.Join(p.userHome, ".stoke")
+	dir := agents.SessionDir(home, p.cwd, fixedSessionID)
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	if err := agents.WriteSessionInfo(dir, agents.SessionInfo{SessionID: fixedSessionID, CWD: p.cwd, Model: "m1", CreatedAt: now, UpdatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	row := agents.Row{TaskID: "a0123456789abcdef", Description: "keep nonce", SubagentType: "general-purpose",
+		Status: agents.StatusCompleted, Turn: 2, Backgrounded: true, ParentSessionID: fixedSessionID, CreatedAt: now}
+	if err := agents.WriteSidecar(dir, agents.Sidecar{Row: row, CWD: p.cwd}); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		args []string
-		want string
+		want []string
 	}{
-		{[]string{"sessions", "list"}, "SESSION ID  UPDATED  PROMPT\n"},
-		{[]string{"sessions", "list", "--json"}, "[]\n"},
-		{[]string{"agents", "list"}, "TASK ID  STATUS  TURN  TYPE  DESCRIPTION\n"},
-		{[]string{"agents", "list", "--session", fixedSessionID, "--json"}, "[]\n"},
+		{[]string{"sessions", "list"}, []string{"SESSION ID", fixedSessionID, "m1"}},
+		{[]string{"sessions", "list", "--json"}, []string{`"session_id": "` + fixedSessionID + `"`}},
+		{[]string{"agents", "list"}, []string{"TASK ID", "a0123456789abcdef", "completed", "keep nonce"}},
+		{[]string{"agents", "list", "--session", fixedSessionID, "--json"}, []string{`"task_id": "a0123456789abcdef"`, `"turn": 2`}},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			t.Parallel()
-			got := newTestProcess(t).run(t, tt.args...)
-			if got.code != 0 || got.stdout != tt.want || got.stderr != "" {
-				t.Errorf("code %d, stdout %q, stderr %q; want 0, %q, nothing", got.code, got.stdout, got.stderr, tt.want)
+			got := p.run(t, tt.args...)
+			if got.code != 0 || got.stderr != "" {
+				t.Fatalf("code %d, stderr %q", got.code, got.stderr)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(got.stdout, w) {
+					t.Errorf("stdout %q lacks %q", got.stdout, w)
+				}
 			}
 		})
 	}
+	t.Run("unknown session", func(t *testing.T) {
+		t.Parallel()
+		got := p.run(t, "agents", "list", "--session", "00000000-0000-4000-8000-00000000ffff")
+		if got.code != 2 || strings.Count(got.stderr, "\n") != 1 || !strings.Contains(got.stderr, "no stored session") {
+			t.Errorf("code %d, stderr %q", got.code, got.stderr)
+		}
+	})
+	t.Run("empty", func(t *testing.T) {
+		t.Parallel()
+		got := newTestProcess(t).run(t, "sessions", "list", "--json")
+		if got.code != 0 || got.stdout != "[]\n" {
+			t.Errorf("code %d, stdout %q", got.code, got.stdout)
+		}
+	})
 }
 
 // The list commands hand their flags and paths to the hook.

@@ -2,11 +2,16 @@ package cmd
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/stoke-cli/stoke/agents"
 )
 
 // SessionsListOptions are the inputs of `stoke sessions list`.
@@ -53,16 +58,27 @@ func NewCmdSessions(deps *Deps, listF func(context.Context, SessionsListOptions)
 	return cmd
 }
 
-// listSessions prints the stored sessions.
-//
-// TODO(sessions on disk): read $STOKE_HOME/projects/<cwd-key>/*/ through the agents
-// package; until then there is nothing to list.
+// listSessions prints the stored sessions of the working directory, newest first.
 func listSessions(_ context.Context, opts SessionsListOptions) error {
-	if opts.JSON {
-		_, err := fmt.Fprintln(opts.Out, "[]")
+	all, err := agents.ListSessions(opts.Home)
+	if err != nil {
 		return err
 	}
+	mine := make([]agents.SessionInfo, 0, len(all))
+	for _, s := range all {
+		if filepath.Clean(s.CWD) == filepath.Clean(opts.CWD) {
+			mine = append(mine, s)
+		}
+	}
+	if opts.JSON {
+		enc := json.NewEncoder(opts.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(mine)
+	}
 	tw := tabwriter.NewWriter(opts.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SESSION ID\tUPDATED\tPROMPT")
+	fmt.Fprintln(tw, "SESSION ID\tUPDATED\tMODEL")
+	for _, s := range mine {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.SessionID, s.UpdatedAt.Local().Format(time.DateTime), s.Model)
+	}
 	return tw.Flush()
 }
