@@ -31,10 +31,10 @@ func (s Status) Terminal() bool { return s != StatusRunning }
 
 // Outcome is the recorded result of a task's latest turn.
 type Outcome struct {
-	Text        string              `json:"text"`
-	Reason      string              `json:"reason"`
-	Error       string              `json:"error,omitempty"`
-	Interrupted bool                `json:"interrupted"`
+	Text        string               `json:"text"`
+	Reason      string               `json:"reason"`
+	Error       string               `json:"error,omitempty"`
+	Interrupted bool                 `json:"interrupted"`
 	Usage       streamjson.TaskUsage `json:"usage"`
 }
 

@@ -461,4 +461,3 @@ func mergeUser(ms []llm.Message) llm.Message {
 	}
 	return out
 }
-

@@ -60,29 +60,38 @@ func NewInit() *Init {
 // {type,id,name,input}; tool_result {type,tool_use_id,content,is_error} (is_error always present).
 type Block llm.Block
 
-// MarshalJSON writes only the keys of the block's type.
+// MarshalJSON writes only the keys of the block's type, without HTML escaping. A tool_use
+// input that is not valid JSON (a model can emit broken arguments) is written as a JSON
+// string holding the raw text, so the line is still written and nothing is lost.
 func (b Block) MarshalJSON() ([]byte, error) {
 	switch b.Type {
 	case llm.BlockToolUse:
 		input := b.Input
-		if len(input) == 0 {
+		switch {
+		case len(input) == 0:
 			input = json.RawMessage(`{}`)
+		case !json.Valid(input):
+			quoted, err := marshalNoEscape(string(input))
+			if err != nil {
+				return nil, err
+			}
+			input = quoted
 		}
-		return json.Marshal(struct {
+		return marshalNoEscape(struct {
 			Type  string          `json:"type"`
 			ID    string          `json:"id"`
 			Name  string          `json:"name"`
 			Input json.RawMessage `json:"input"`
 		}{b.Type, b.ID, b.Name, input})
 	case llm.BlockToolResult:
-		return json.Marshal(struct {
+		return marshalNoEscape(struct {
 			Type      string `json:"type"`
 			ToolUseID string `json:"tool_use_id"`
 			Content   string `json:"content"`
 			IsError   bool   `json:"is_error"`
 		}{b.Type, b.ToolUseID, b.Content, b.IsError})
 	default:
-		return json.Marshal(struct {
+		return marshalNoEscape(struct {
 			Type string `json:"type"`
 			Text string `json:"text"`
 		}{b.Type, b.Text})
@@ -275,5 +284,22 @@ func NewResult(subtype string) *Result {
 		IsError:           subtype != ResultSuccess,
 		ModelUsage:        map[string]any{},
 		PermissionDenials: []any{},
+	}
+}
+
+// PermissionMode returns the init line's permissionMode for a stoke approval mode, in the
+// Claude Agent SDK's vocabulary (default | acceptEdits | plan | bypassPermissions), which SDK
+// consumers switch on: auto-edit is acceptEdits, yolo is bypassPermissions. Other values are
+// returned unchanged.
+func PermissionMode(approvalMode string) string {
+	switch approvalMode {
+	case "auto-edit":
+		return "acceptEdits"
+	case "yolo":
+		return "bypassPermissions"
+	case "":
+		return "default"
+	default:
+		return approvalMode
 	}
 }
