@@ -117,8 +117,12 @@ type entry struct {
 	rev     int
 	wmu     sync.Mutex
 	written int
-	// done is closed when the latest turn has settled (outcome recorded).
+	// done is closed when the latest turn has settled (outcome recorded, notification
+	// emitted). An entry with no turn running or finishing must have it closed.
 	done chan struct{}
+	// last is closed when the latest scheduled turn has fully finished, whichever
+	// controller ran it; the next turn waits for it (nil: none yet).
+	last chan struct{}
 }
 
 // NewRegistry returns a registry whose turns live under ctx (the run's context).
@@ -221,11 +225,25 @@ func (r *Registry) Launch(ctx context.Context, req LaunchRequest) (Row, error) {
 		r.settleFailed(e, c, e.done, err)
 		return e.snapshot(&r.mu), err
 	}
-	c.tr = tr
-	c.rt = r.newRuntime(c, e, def, nil)
+	rt := r.newRuntime(c, e, def, tr, nil)
 	t := turn{n: 1, instruction: req.Prompt, toolUseID: req.ToolUseID, continuation: streamjson.ContinuationFresh, background: req.Background, done: e.done}
+	// c is already visible to Resident, dispose and Shutdown: publish the runtime and
+	// start the turn in one critical section with the closed check, so that a concurrent
+	// Shutdown either waits for this turn or makes this launch fail.
+	r.mu.Lock()
+	if r.closed || c.disposed {
+		r.mu.Unlock()
+		rt.Close()
+		if tr != nil {
+			_ = tr.Close()
+		}
+		r.settleFailed(e, c, e.done, ErrShutdown)
+		return e.snapshot(&r.mu), ErrShutdown
+	}
+	c.tr, c.rt = tr, rt
 	if req.Background {
-		r.startTurn(c, e, t)
+		r.startTurnLocked(c, e, t)
+		r.mu.Unlock()
 		return e.snapshot(&r.mu), nil
 	}
 	// Foreground: run in the caller's goroutine, cancelled by the caller's ctx, the
@@ -233,10 +251,13 @@ func (r *Registry) Launch(ctx context.Context, req LaunchRequest) (Row, error) {
 	tctx, cancel := context.WithCancelCause(ctx)
 	stop := context.AfterFunc(r.ctx, func() { cancel(context.Cause(r.ctx)) })
 	defer func() { stop(); cancel(nil) }()
-	r.mu.Lock()
 	c.cancel = cancel
 	c.seq++
 	t.seq = c.seq
+	// A continuation sent while this turn finishes waits for it (see startTurnLocked).
+	last := make(chan struct{})
+	e.last = last
+	defer close(last)
 	r.wg.Add(1)
 	r.mu.Unlock()
 	r.runTurn(tctx, c, e, t)
@@ -269,17 +290,19 @@ func (r *Registry) openTranscript(id TaskID, def Definition) (*Transcript, error
 	return tr, nil
 }
 
-func (r *Registry) newRuntime(c *controller, e *entry, def Definition, history []llm.Message) *Runtime {
+func (r *Registry) newRuntime(c *controller, e *entry, def Definition, tr *Transcript, history []llm.Message) *Runtime {
 	model := r.cfg.ModelName
 	if def.Model != "" && def.Model != "inherit" {
 		model = def.Model
 	}
 	var store ChatStore
-	if c.tr != nil {
-		store = c.tr
+	if tr != nil {
+		store = tr
 	}
-	toolUseID := e.row.ToolUseID
-	keys := streamjson.AgentKeys{TaskID: string(c.id), AgentID: string(c.id), SubagentType: def.Name, TaskDescription: e.row.Description}
+	r.mu.Lock()
+	toolUseID, description := e.row.ToolUseID, e.row.Description
+	r.mu.Unlock()
+	keys := streamjson.AgentKeys{TaskID: string(c.id), AgentID: string(c.id), SubagentType: def.Name, TaskDescription: description}
 	return r.cfg.NewRuntime(RuntimeConfig{
 		Agent:     def.Name,
 		System:    def.SystemPrompt(),
@@ -305,12 +328,13 @@ func (r *Registry) newRuntime(c *controller, e *entry, def Definition, history [
 		},
 		OnToolRound: func(s Stats) {
 			p := streamjson.NewTaskProgress()
-			p.TaskID, p.Description, p.SubagentType = string(c.id), e.row.Description, def.Name
+			p.TaskID, p.Description, p.SubagentType = string(c.id), description, def.Name
 			r.mu.Lock()
 			p.ToolUseID, p.Turn = c.turnToolUseID, e.row.Turn
+			start := c.turnStart
 			r.mu.Unlock()
 			p.LastToolName = s.LastTool
-			p.Usage = streamjson.TaskUsage{TotalTokens: s.Usage.Total(), ToolUses: s.ToolUses, DurationMS: r.cfg.Now().Sub(c.turnStart).Milliseconds()}
+			p.Usage = streamjson.TaskUsage{TotalTokens: s.Usage.Total(), ToolUses: s.ToolUses, DurationMS: r.cfg.Now().Sub(start).Milliseconds()}
 			r.cfg.Emit(p)
 		},
 		History: history,
@@ -405,21 +429,21 @@ func (r *Registry) Collect(ctx context.Context, id TaskID, noWait bool) (Row, er
 		r.mu.Unlock()
 		return Row{}, fmt.Errorf("%w: %s", ErrUnknownTask, id)
 	}
-	if e.row.Status != StatusRunning || noWait {
-		row := e.row
-		r.mu.Unlock()
+	row, done := e.row, e.done
+	r.mu.Unlock()
+	if noWait {
 		return row, nil
 	}
-	done := e.done
-	r.mu.Unlock()
+	// Wait until the turn has settled fully, not only until it stopped running: a
+	// completed turn records its usage and emits its notification just after the
+	// running→completed transition, and every collect must return the same record.
 	select {
 	case <-done:
 	case <-ctx.Done():
-		row, _ := r.Get(id)
-		return row, fmt.Errorf("collect interrupted: %w", context.Cause(ctx))
+		return e.snapshot(&r.mu), fmt.Errorf("collect interrupted: %w", context.Cause(ctx))
 	}
-	row, _ := r.Get(id)
-	return row, nil
+	// The entry itself, not a lookup by id: the row may have been pruned meanwhile.
+	return e.snapshot(&r.mu), nil
 }
 
 // SendResult says what send_message did.
@@ -466,7 +490,7 @@ func (r *Registry) Send(id TaskID, message, toolUseID string) (SendResult, error
 	kind := streamjson.ContinuationResident
 	if c == nil || !c.resident || c.rt == nil || c.disposed {
 		kind = streamjson.ContinuationRevived
-		c = &controller{id: id, last: lastOf(c), resident: e.def.Resident()}
+		c = &controller{id: id, resident: e.def.Resident()}
 		r.controllers[id] = c
 	}
 	now := r.cfg.Now().UTC()
@@ -507,13 +531,6 @@ func (r *Registry) persist(e *entry) {
 // ErrNotContinuable: the task cannot take a new turn.
 var ErrNotContinuable = errors.New("task cannot be continued")
 
-func lastOf(c *controller) chan struct{} {
-	if c == nil {
-		return nil
-	}
-	return c.last
-}
-
 func firstNonEmpty(a, b string) string {
 	if a != "" {
 		return a
@@ -541,16 +558,19 @@ func (r *Registry) Stop(id TaskID) (Row, error) {
 	return e.row, nil
 }
 
-// Wait blocks until no turn is running or ctx ends.
+// Wait blocks until every turn has fully finished (its notification emitted), or ctx ends.
 func (r *Registry) Wait(ctx context.Context) error {
 	for {
 		r.mu.Lock()
 		var done chan struct{}
 		for _, e := range r.entries {
-			if e.row.Status == StatusRunning {
-				done = e.done
-				break
+			select {
+			case <-e.done:
+				continue
+			default:
 			}
+			done = e.done
+			break
 		}
 		r.mu.Unlock()
 		if done == nil {

@@ -282,3 +282,12 @@ func TestRunCancelledContext(t *testing.T) {
 		t.Errorf("last = %s", r.Raw)
 	}
 }
+
+func loadScenario(t *testing.T, path string) *scripted.Model {
+	t.Helper()
+	m, err := scripted.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}

@@ -1,0 +1,139 @@
+package headless
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stoke-cli/stoke/agents"
+	"github.com/stoke-cli/stoke/agents/llm/scripted"
+	"github.com/stoke-cli/stoke/streamjson"
+)
+
+// phase1 runs the resume scenario's first run and returns its options (same home and cwd).
+func phase1(t *testing.T) Options {
+	t.Helper()
+	var out bytes.Buffer
+	o := opts(t, loadScenario(t, "../scenarios/resume-memory.yaml"), &out)
+	o.Prompt = "Keep NONCE-5EED1 safe"
+	if err := Run(t.Context(), o); err != nil {
+		t.Fatalf("run 1: %v\n%s", err, out.String())
+	}
+	return o
+}
+
+func TestResumeRevivesWithOneReminder(t *testing.T) {
+	t.Parallel()
+	o := phase1(t)
+	data, err := os.ReadFile("../scenarios/resume-memory.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := scripted.Parse("resume", append(data, "  - agent: parent\n    when: {last_user_contains: thanks}\n    reply: {text: \"You're welcome.\"}\n"...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := scripted.New(sc)
+	var out bytes.Buffer
+	o2 := o
+	o2.Model, o2.Stdout = m, &out
+	o2.SessionID, o2.Resume = "", o.SessionID
+	o2.Prompt = ""
+	o2.InputFormat = InputStreamJSON
+	o2.Stdin = strings.NewReader(`{"type":"user","message":{"role":"user","content":"Ask the agent for the nonce"}}` + "\n" +
+		`{"type":"user","message":{"role":"user","content":"thanks"}}` + "\n")
+	if err := Run(t.Context(), o2); err != nil {
+		t.Fatalf("run 2: %v\n%s", err, out.String())
+	}
+	if err := streamjson.ValidateLines(strings.NewReader(out.String()), true); err != nil {
+		t.Errorf("invalid stream: %v", err)
+	}
+	s := out.String()
+	if !strings.Contains(s, `"continuation":"revived"`) || !strings.Contains(s, "The revived agent remembered the nonce: NONCE-5EED1") {
+		t.Errorf("no revival with the nonce:\n%s", s)
+	}
+	if !strings.Contains(s, `"session_id":"`+o.SessionID+`"`) {
+		t.Errorf("resumed run has another session id")
+	}
+	// Exactly one request carried the reminder, although two prompts were sent.
+	n := 0
+	for _, req := range m.Requests() {
+		for _, msg := range req.Messages {
+			if strings.Contains(msg.Text(), "This session was resumed") {
+				n++
+			}
+		}
+	}
+	// The reminder stays in the history once; count requests whose LAST user turn had it.
+	reminded := 0
+	for _, req := range m.Requests() {
+		if len(req.Messages) > 0 && strings.Contains(req.Messages[len(req.Messages)-1].Text(), "This session was resumed") {
+			reminded++
+		}
+	}
+	if reminded != 1 || n == 0 {
+		t.Errorf("reminder given to %d requests as the newest prompt, want 1", reminded)
+	}
+}
+
+func TestResumeBareHasNoReminder(t *testing.T) {
+	t.Parallel()
+	o := phase1(t)
+	m := loadScenario(t, "../scenarios/resume-memory.yaml")
+	var out bytes.Buffer
+	o2 := o
+	o2.Model, o2.Stdout, o2.SessionID, o2.Resume, o2.Bare = m, &out, "", o.SessionID, true
+	o2.Prompt = "plain prompt without a nonce"
+	err := Run(t.Context(), o2) // no rule matches a prompt without the reminder: the run fails
+	for _, req := range m.Requests() {
+		for _, msg := range req.Messages {
+			if strings.Contains(msg.Text(), "This session was resumed") {
+				t.Fatalf("--bare run got the reminder")
+			}
+		}
+	}
+	if err == nil {
+		t.Fatalf("expected no rule to match without the reminder")
+	}
+}
+
+func TestResumeUnknownSessionIsUsageError(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	o := opts(t, loadScenario(t, "../scenarios/hello.yaml"), &out)
+	o.SessionID, o.Resume = "", "6a1e3c55-0000-4000-8000-000000000000"
+	if err := Run(t.Context(), o); !errors.Is(err, ErrUsage) {
+		t.Fatalf("err = %v, want ErrUsage", err)
+	}
+	o.Resume = "../../etc/passwd"
+	if err := Run(t.Context(), o); !errors.Is(err, ErrUsage) {
+		t.Fatalf("err = %v, want ErrUsage", err)
+	}
+	if out.Len() != 0 {
+		t.Errorf("a failed resume wrote events: %s", out.String())
+	}
+}
+
+func TestNewSessionNeverShowsPreviousRoster(t *testing.T) {
+	t.Parallel()
+	o := phase1(t)
+	var out bytes.Buffer
+	o2 := o
+	o2.Stdout = &out
+	o2.SessionID = "22222222-2222-4222-8222-222222222222"
+	o2.Model = loadScenario(t, "../scenarios/hello.yaml")
+	if err := Run(t.Context(), o2); err != nil {
+		t.Fatal(err)
+	}
+	rows, _, err := agents.LoadRoster(agents.SessionDir(o.Home, o.CWD, o2.SessionID), agents.RosterOptions{SessionID: o2.SessionID})
+	if err != nil || len(rows) != 0 {
+		t.Errorf("new session has rows %v (%v)", rows, err)
+	}
+	// Reusing an existing id without --resume is refused.
+	o3 := o2
+	if err := Run(t.Context(), o3); !errors.Is(err, ErrUsage) {
+		t.Errorf("reusing a session id: %v", err)
+	}
+}
