@@ -1,0 +1,320 @@
+package e2e
+
+// Custom testscript commands for the e2e scripts. Flags come before the positional
+// arguments. "!" marks the commands that accept negation.
+//
+// mockllm [-key K] [-fail-first N:STATUS] [-cut-after N] [-cached N] SCENARIO_FILE
+//
+//	Starts an OpenAI-compatible server on loopback (package e2e/mockllm), answering from
+//	the scripted provider playing SCENARIO_FILE (relative to the current directory, so a
+//	scenario inside the txtar archive works). It runs for the rest of the script and is
+//	closed at its end. Sets $MOCK_URL to its base URL (ending in /v1). Options:
+//	  -key K              require "Authorization: Bearer K" (else 401)
+//	  -fail-first N:STATUS answer the first N requests with HTTP STATUS and an OpenAI error body
+//	  -cut-after N        cut every stream after N chunk lines (no finish_reason, no [DONE])
+//	  -cached N           report N as usage.prompt_tokens_details.cached_tokens
+//	A second mockllm in the same script closes the first and replaces it.
+//
+//	  mockllm -fail-first 1:500 scenario.yaml
+//	  env OPENAI_API_KEY=sk-test
+//	  exec stoke -p hi --provider openai --base-url $MOCK_URL
+//
+// [!] mockreqs N
+// mockreqs -dump FILE
+//
+//	The first form asserts that the mock received exactly N requests (any outcome); with
+//	"!", any other number. The second writes every request body received so far, one
+//	compact JSON object per line, to FILE, for later jsonl checks:
+//
+//	  mockreqs 2
+//	  mockreqs -dump reqs.jsonl
+//	  jsonl reqs.jsonl '1.messages.#(role=="tool").content' 'error: unknown tool: frobnicate'
+//
+// [!] jsonl [-count N] FILE QUERY [WANT]
+//
+//	Reads FILE (or "stdout"/"stderr" of the last command) as NDJSON — every line must be
+//	a JSON value, blank lines are an error — and evaluates the gjson QUERY
+//	(https://github.com/tidwall/gjson/blob/master/SYNTAX.md) against the array of its
+//	lines. With WANT, the result's string form (strings unquoted, numbers, booleans and
+//	objects as JSON) must equal WANT; without, the result must exist. With -count, the
+//	result must hold N matches: the length of an array result (as `#(...)#` returns), 1
+//	for any other existing value, 0 for none. "!" inverts the check.
+//
+//	  jsonl stdout 0.subtype init                                 first line
+//	  jsonl stdout '@reverse|0.subtype' success                   last line
+//	  jsonl stdout '#(type=="result").result' 'Hello! You said: hi'
+//	  jsonl stdout '#(subtype=="task_started")#.turn' '[1,2]'
+//	  jsonl -count 2 stdout '#(type=="assistant")#'
+//	  jsonl stdout '#' 3                                          number of lines
+//	  ! jsonl stdout '#(type=="result").errors'                   no such key
+//
+// [!] validstream [-multi] FILE
+//
+//	Runs streamjson.Validate (the stoke stream-JSON compatibility checker) over FILE or
+//	stdout; -multi allows one result per turn (output of --input-format stream-json).
+//	"!" asserts that the stream is invalid.
+//
+// exitcode N PROGRAM [ARGS...]
+//
+//	Like exec, but asserts that PROGRAM exits with status exactly N (exec only tells
+//	zero from non-zero). stdout and stderr are kept for the commands that follow.
+//
+//	  exitcode 2 stoke --no-such-flag
+//	  stderr -count=1 '^.'            exactly one non-empty line on stderr
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+
+	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/tidwall/gjson"
+
+	"github.com/stoke-cli/stoke/agents/llm/scripted"
+	"github.com/stoke-cli/stoke/e2e/mockllm"
+	"github.com/stoke-cli/stoke/streamjson"
+)
+
+type scriptCmd = func(ts *testscript.TestScript, neg bool, args []string)
+
+func commands() map[string]scriptCmd {
+	return map[string]scriptCmd{
+		"mockllm":     cmdMockLLM,
+		"mockreqs":    cmdMockReqs,
+		"jsonl":       cmdJSONL,
+		"validstream": cmdValidStream,
+		"exitcode":    cmdExitCode,
+	}
+}
+
+// mockKey keys the script's *mockState in testscript's per-script values.
+type mockKey struct{}
+
+// mockState is the mock server of one script (nil until mockllm runs).
+type mockState struct {
+	srv *mockllm.Server
+}
+
+func mockOf(ts *testscript.TestScript) *mockState { return ts.Value(mockKey{}).(*mockState) }
+
+// parseFlags parses a command's flags, failing the script with usage on error.
+func parseFlags(ts *testscript.TestScript, usage string, args []string, define func(*flag.FlagSet)) []string {
+	fs := flag.NewFlagSet("", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	define(fs)
+	if err := fs.Parse(args); err != nil {
+		ts.Fatalf("%v\nusage: %s", err, usage)
+	}
+	return fs.Args()
+}
+
+func cmdMockLLM(ts *testscript.TestScript, neg bool, args []string) {
+	const usage = "mockllm [-key K] [-fail-first N:STATUS] [-cut-after N] [-cached N] SCENARIO_FILE"
+	if neg {
+		ts.Fatalf("unsupported: ! mockllm")
+	}
+	var opts []mockllm.Option
+	rest := parseFlags(ts, usage, args, func(fs *flag.FlagSet) {
+		fs.Func("key", "required API key", func(s string) error {
+			opts = append(opts, mockllm.WithAPIKey(s))
+			return nil
+		})
+		fs.Func("fail-first", "N:STATUS", func(s string) error {
+			n, status, ok := strings.Cut(s, ":")
+			if !ok {
+				return errors.New("want N:STATUS")
+			}
+			ni, err1 := strconv.Atoi(n)
+			si, err2 := strconv.Atoi(status)
+			if err := errors.Join(err1, err2); err != nil || ni < 0 || si < 400 || si > 599 {
+				return fmt.Errorf("want N:STATUS with N >= 0 and STATUS 400..599, got %q", s)
+			}
+			opts = append(opts, mockllm.WithFailFirst(ni, si))
+			return nil
+		})
+		fs.Func("cut-after", "N chunks", func(s string) error {
+			n, err := strconv.Atoi(s)
+			if err != nil || n < 1 {
+				return fmt.Errorf("want a positive number of chunks, got %q", s)
+			}
+			opts = append(opts, mockllm.WithCutAfter(n))
+			return nil
+		})
+		fs.Func("cached", "N tokens", func(s string) error {
+			n, err := strconv.ParseInt(s, 10, 64)
+			if err != nil || n < 0 {
+				return fmt.Errorf("want a token count, got %q", s)
+			}
+			opts = append(opts, mockllm.WithCachedTokens(n))
+			return nil
+		})
+	})
+	if len(rest) != 1 {
+		ts.Fatalf("usage: %s", usage)
+	}
+	model, err := scripted.Open(ts.MkAbs(rest[0]))
+	ts.Check(err)
+	st := mockOf(ts)
+	if st.srv != nil {
+		st.srv.Close()
+	}
+	st.srv = mockllm.New(model, opts...)
+	ts.Defer(st.srv.Close)
+	ts.Setenv("MOCK_URL", st.srv.URL())
+}
+
+func cmdMockReqs(ts *testscript.TestScript, neg bool, args []string) {
+	const usage = "mockreqs N | mockreqs -dump FILE"
+	var dump string
+	rest := parseFlags(ts, usage, args, func(fs *flag.FlagSet) {
+		fs.StringVar(&dump, "dump", "", "write the request bodies as JSONL to `FILE`")
+	})
+	st := mockOf(ts)
+	if st.srv == nil {
+		ts.Fatalf("mockreqs: no mockllm running")
+	}
+	reqs := st.srv.Requests()
+	if dump != "" {
+		if neg || len(rest) != 0 {
+			ts.Fatalf("usage: %s", usage)
+		}
+		var b bytes.Buffer
+		for i, r := range reqs {
+			if err := json.Compact(&b, r); err != nil {
+				ts.Fatalf("request %d is not JSON: %v", i+1, err)
+			}
+			b.WriteByte('\n')
+		}
+		ts.Check(os.WriteFile(ts.MkAbs(dump), b.Bytes(), 0o644))
+		return
+	}
+	if len(rest) != 1 {
+		ts.Fatalf("usage: %s", usage)
+	}
+	want, err := strconv.Atoi(rest[0])
+	if err != nil {
+		ts.Fatalf("usage: %s", usage)
+	}
+	switch got := len(reqs); {
+	case !neg && got != want:
+		ts.Fatalf("mock received %d requests, want %d", got, want)
+	case neg && got == want:
+		ts.Fatalf("mock received %d requests, want any other number", got)
+	}
+}
+
+func cmdJSONL(ts *testscript.TestScript, neg bool, args []string) {
+	const usage = "jsonl [-count N] FILE QUERY [WANT]"
+	count := -1
+	rest := parseFlags(ts, usage, args, func(fs *flag.FlagSet) {
+		fs.IntVar(&count, "count", -1, "number of matches")
+	})
+	if len(rest) < 2 || len(rest) > 3 || (count >= 0 && len(rest) == 3) {
+		ts.Fatalf("usage: %s", usage)
+	}
+	file, query := rest[0], rest[1]
+	doc := jsonlArray(ts, file)
+	r := gjson.Get(doc, query)
+	var ok bool
+	var what string
+	switch {
+	case count >= 0:
+		got := 0
+		switch {
+		case r.IsArray():
+			got = len(r.Array())
+		case r.Exists():
+			got = 1
+		}
+		ok = got == count
+		what = fmt.Sprintf("%d matches, want %d", got, count)
+	case len(rest) == 3:
+		ok = r.String() == rest[2]
+		what = fmt.Sprintf("%q, want %q", r.String(), rest[2])
+	default:
+		ok = r.Exists()
+		what = "no result, want one"
+		if ok {
+			what = "a result: " + r.Raw
+		}
+	}
+	if ok == neg {
+		prefix := ""
+		if neg {
+			prefix = "unexpectedly "
+		}
+		ts.Fatalf("jsonl %s %s: %sgot %s", file, query, prefix, what)
+	}
+}
+
+// jsonlArray returns the NDJSON file (or stdout/stderr) as one JSON array of its lines.
+func jsonlArray(ts *testscript.TestScript, file string) string {
+	text := ts.ReadFile(file)
+	var b strings.Builder
+	b.WriteByte('[')
+	if text != "" {
+		for i, line := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
+			if !gjson.Valid(line) {
+				ts.Fatalf("%s:%d: not a JSON line: %q", file, i+1, line)
+			}
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(line)
+		}
+	}
+	b.WriteByte(']')
+	return b.String()
+}
+
+func cmdValidStream(ts *testscript.TestScript, neg bool, args []string) {
+	const usage = "validstream [-multi] FILE"
+	var multi bool
+	rest := parseFlags(ts, usage, args, func(fs *flag.FlagSet) {
+		fs.BoolVar(&multi, "multi", false, "allow one result per turn")
+	})
+	if len(rest) != 1 {
+		ts.Fatalf("usage: %s", usage)
+	}
+	err := streamjson.ValidateLines(strings.NewReader(ts.ReadFile(rest[0])), multi)
+	switch {
+	case err != nil && !neg:
+		ts.Fatalf("%s is not a valid stream: %v", rest[0], err)
+	case err == nil && neg:
+		ts.Fatalf("%s is a valid stream, want an invalid one", rest[0])
+	}
+}
+
+func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
+	const usage = "exitcode N PROGRAM [ARGS...]"
+	if neg {
+		ts.Fatalf("unsupported: ! exitcode")
+	}
+	if len(args) < 2 {
+		ts.Fatalf("usage: %s", usage)
+	}
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("usage: %s", usage)
+	}
+	err = ts.Exec(args[1], args[2:]...)
+	got := 0
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit):
+		got = exit.ExitCode()
+	default:
+		ts.Fatalf("run %s: %v", args[1], err)
+	}
+	if got != want {
+		ts.Fatalf("%s exited with status %d, want %d", args[1], got, want)
+	}
+}

@@ -1,0 +1,424 @@
+// Package mockllm is an OpenAI-compatible chat-completions server on loopback, backed by
+// any llm.Model (usually the scripted provider). It lets the e2e scripts and benchmarks
+// drive stoke's real openai provider, over real HTTP and SSE, with no network and no cost.
+//
+// It serves POST /v1/chat/completions, streaming (SSE chat.completion.chunk lines) and
+// not. Each request body is converted to an llm.Request (see toRequest and agentOf),
+// handed to the model, and the model's events are written back the way the OpenAI API
+// writes them: a role chunk, text deltas, tool calls (id, type, name, then the arguments
+// split over two chunks so that clients must accumulate), a finish_reason chunk, a usage
+// chunk when the client asked for one with stream_options.include_usage, and
+// "data: [DONE]".
+//
+// Histories the real API rejects (tool calls left unanswered, tool messages answering
+// no call, no model) get its 400 answer, so a client bug shows up here first.
+// Fault options (WithFailFirst, WithCutAfter) exercise retries and cut streams. A model
+// error before the first event is an HTTP error (the status of an *llm.ProviderError,
+// else 500); after it, an error event ends the stream without [DONE].
+//
+// A Server is safe for concurrent requests; Requests may be called at any time.
+package mockllm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/stoke-cli/stoke/agents/llm"
+)
+
+// Option configures a Server.
+type Option func(*config)
+
+type config struct {
+	apiKey      string
+	failFirst   int
+	failStatus  int
+	cutAfter    int
+	cached      int64
+	cachedIsSet bool
+}
+
+// WithAPIKey makes the server require "Authorization: Bearer key"; other requests get
+// 401 with an OpenAI-style JSON error.
+func WithAPIKey(key string) Option { return func(c *config) { c.apiKey = key } }
+
+// WithFailFirst answers the first n authorised requests with HTTP status and an
+// OpenAI-style JSON error body (and a Retry-After-Ms: 10 header, so that clients that
+// honour it retry at once). They are recorded like any other request.
+func WithFailFirst(n, status int) Option {
+	return func(c *config) { c.failFirst, c.failStatus = n, status }
+}
+
+// WithCutAfter makes every streamed response stop after n chunk lines: the connection
+// is hijacked and closed, with no finish_reason, no usage and no [DONE]. n <= 0 means
+// never. Non-streamed responses are not affected.
+func WithCutAfter(n int) Option { return func(c *config) { c.cutAfter = n } }
+
+// WithCachedTokens reports n as usage.prompt_tokens_details.cached_tokens on every
+// response (prompt_tokens is raised to n if it was smaller). Without it, cached_tokens
+// is the model's CacheReadInputTokens, and the details object is sent only when that is
+// not zero.
+func WithCachedTokens(n int64) Option {
+	return func(c *config) { c.cached, c.cachedIsSet = n, true }
+}
+
+// Server is a running mock. Create it with New; Close it when done.
+type Server struct {
+	model  llm.Model
+	cfg    config
+	srv    *httptest.Server
+	cancel context.CancelFunc
+	close  sync.Once
+
+	seq atomic.Int64 // completion ids
+
+	mu       sync.Mutex
+	requests [][]byte
+	failed   int // requests answered with cfg.failStatus so far
+}
+
+// New starts a server on a loopback port that answers from model.
+func New(model llm.Model, opts ...Option) *Server {
+	s := &Server{model: model}
+	for _, o := range opts {
+		o(&s.cfg)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	mux := http.NewServeMux()
+	mux.HandleFunc("/v1/chat/completions", s.serveCompletions)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("unknown url %s", r.URL.Path))
+	})
+	s.srv = httptest.NewUnstartedServer(mux)
+	// Requests derive from ctx, so Close cancels in-flight model calls instead of
+	// waiting for them.
+	s.srv.Config.BaseContext = func(net.Listener) context.Context { return ctx }
+	s.srv.Start()
+	return s
+}
+
+// URL is the OpenAI base URL, ending in /v1.
+func (s *Server) URL() string { return s.srv.URL + "/v1" }
+
+// Client returns an HTTP client for the server; its idle connections are closed by Close.
+func (s *Server) Client() *http.Client { return s.srv.Client() }
+
+// Close cancels in-flight model calls, then shuts the server down and waits for its
+// handlers to return. Calling it again does nothing.
+func (s *Server) Close() {
+	s.close.Do(func() {
+		s.cancel()
+		s.srv.Close()
+	})
+}
+
+// Requests returns a copy of every request body received so far, in arrival order,
+// including the ones answered with an error.
+func (s *Server) Requests() [][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([][]byte, len(s.requests))
+	for i, b := range s.requests {
+		out[i] = append([]byte(nil), b...)
+	}
+	return out
+}
+
+func (s *Server) serveCompletions(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "read body: "+err.Error())
+		return
+	}
+	s.mu.Lock()
+	s.requests = append(s.requests, body)
+	s.mu.Unlock()
+
+	if r.Method != http.MethodPost {
+		writeError(w, http.StatusMethodNotAllowed, "method not allowed: "+r.Method)
+		return
+	}
+	if s.cfg.apiKey != "" && r.Header.Get("Authorization") != "Bearer "+s.cfg.apiKey {
+		writeError(w, http.StatusUnauthorized, "Incorrect API key provided.")
+		return
+	}
+	if s.failNow() {
+		w.Header().Set("Retry-After-Ms", "10")
+		writeError(w, s.cfg.failStatus, fmt.Sprintf("injected failure (HTTP %d)", s.cfg.failStatus))
+		return
+	}
+	var cr chatRequest
+	if err := json.Unmarshal(body, &cr); err != nil {
+		writeError(w, http.StatusBadRequest, "We could not parse the JSON body of your request: "+err.Error())
+		return
+	}
+	req, err := toRequest(cr)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	id := fmt.Sprintf("chatcmpl-mock-%d", s.seq.Add(1))
+	model := cr.Model
+	events := s.model.Generate(r.Context(), req)
+	if cr.Stream {
+		s.stream(w, id, model, cr.StreamOptions != nil && cr.StreamOptions.IncludeUsage, events)
+	} else {
+		s.complete(w, id, model, events)
+	}
+}
+
+// failNow reports whether this request is one of the first cfg.failFirst.
+func (s *Server) failNow() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failed >= s.cfg.failFirst {
+		return false
+	}
+	s.failed++
+	return true
+}
+
+func (s *Server) stream(w http.ResponseWriter, id, model string, includeUsage bool, events iter.Seq2[llm.Event, error]) {
+	next, stop := iter.Pull2(events)
+	defer stop()
+	ev, err, ok := next()
+	switch {
+	case err != nil:
+		writeError(w, errorStatus(err), "model: "+err.Error())
+		return
+	case !ok:
+		writeError(w, http.StatusInternalServerError, "model: no events")
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	out := &sseWriter{w: w, rc: http.NewResponseController(w), cutAfter: s.cfg.cutAfter,
+		base: chunk{ID: id, Object: "chat.completion.chunk", Created: time.Now().Unix(), Model: model}}
+
+	if out.delta(delta{Role: "assistant", Content: new("")}) != nil {
+		return
+	}
+	var done *llm.Event
+	calls := 0
+	for ; ok; ev, err, ok = next() {
+		if err != nil {
+			out.errorEvent("model: " + err.Error())
+			return
+		}
+		var werr error
+		switch ev.Kind {
+		case llm.EventTextDelta:
+			if ev.Text != "" {
+				werr = out.delta(delta{Content: new(ev.Text)})
+			}
+		case llm.EventToolCall:
+			werr = out.toolCall(calls, ev.ToolCall)
+			calls++
+		case llm.EventDone:
+			done = new(ev)
+		}
+		if werr != nil {
+			return
+		}
+		if done != nil {
+			break
+		}
+	}
+	if done == nil {
+		out.errorEvent("model: stream ended without a final event")
+		return
+	}
+	finish := finishReason(done.StopReason, calls)
+	if out.write(chunkWith(out.base, chunkChoice{FinishReason: &finish})) != nil {
+		return
+	}
+	if includeUsage {
+		c := out.base
+		c.Choices = []chunkChoice{}
+		c.Usage = new(s.usageOf(done.Usage))
+		if out.write(c) != nil {
+			return
+		}
+	}
+	out.line("data: [DONE]\n\n")
+}
+
+func (s *Server) complete(w http.ResponseWriter, id, model string, events iter.Seq2[llm.Event, error]) {
+	msg := completionMessage{Role: "assistant"}
+	var text strings.Builder
+	var done *llm.Event
+	for ev, err := range events {
+		if err != nil {
+			writeError(w, errorStatus(err), "model: "+err.Error())
+			return
+		}
+		switch ev.Kind {
+		case llm.EventTextDelta:
+			text.WriteString(ev.Text)
+		case llm.EventToolCall:
+			msg.ToolCalls = append(msg.ToolCalls, toolCall{
+				ID: callID(ev.ToolCall, len(msg.ToolCalls)), Type: "function",
+				Function: functionCall{Name: ev.ToolCall.Name, Arguments: arguments(ev.ToolCall)},
+			})
+		case llm.EventDone:
+			done = new(ev)
+		}
+		if done != nil {
+			break
+		}
+	}
+	if done == nil {
+		writeError(w, http.StatusInternalServerError, "model: stream ended without a final event")
+		return
+	}
+	if text.Len() > 0 || len(msg.ToolCalls) == 0 {
+		msg.Content = new(text.String())
+	}
+	writeJSON(w, http.StatusOK, completion{
+		ID: id, Object: "chat.completion", Created: time.Now().Unix(), Model: model,
+		Choices: []completionChoice{{Message: msg, FinishReason: finishReason(done.StopReason, len(msg.ToolCalls))}},
+		Usage:   s.usageOf(done.Usage),
+	})
+}
+
+// errorStatus is the HTTP status for a model error: the status of an *llm.ProviderError
+// that carries one (a scenario's error_status), else 500.
+func errorStatus(err error) int {
+	var pe *llm.ProviderError
+	if errors.As(err, &pe) && pe.StatusCode >= 400 && pe.StatusCode <= 599 {
+		return pe.StatusCode
+	}
+	return http.StatusInternalServerError
+}
+
+// usageOf maps llm usage to OpenAI's, where prompt_tokens includes cached tokens.
+func (s *Server) usageOf(u llm.Usage) usage {
+	out := usage{
+		PromptTokens:     u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens,
+		CompletionTokens: u.OutputTokens,
+	}
+	switch {
+	case s.cfg.cachedIsSet:
+		out.PromptTokens = max(out.PromptTokens, s.cfg.cached)
+		out.PromptTokensDetails = &promptDetail{CachedTokens: s.cfg.cached}
+	case u.CacheReadInputTokens > 0:
+		out.PromptTokensDetails = &promptDetail{CachedTokens: u.CacheReadInputTokens}
+	}
+	out.TotalTokens = out.PromptTokens + out.CompletionTokens
+	return out
+}
+
+func chunkWith(base chunk, choice chunkChoice) chunk {
+	base.Choices = []chunkChoice{choice}
+	return base
+}
+
+func callID(b llm.Block, i int) string {
+	if b.ID != "" {
+		return b.ID
+	}
+	return fmt.Sprintf("call_mock_%d", i)
+}
+
+func arguments(b llm.Block) string {
+	if len(b.Input) == 0 {
+		return "{}"
+	}
+	return string(b.Input)
+}
+
+// errCut reports that the stream was cut on purpose.
+var errCut = errors.New("stream cut")
+
+// sseWriter writes chunk lines, flushing each, and cuts the connection after cutAfter.
+type sseWriter struct {
+	w        http.ResponseWriter
+	rc       *http.ResponseController
+	base     chunk
+	cutAfter int
+	written  int
+}
+
+func (o *sseWriter) delta(d delta) error {
+	return o.write(chunkWith(o.base, chunkChoice{Delta: d}))
+}
+
+// toolCall writes one call as two chunks: id, type, name and the first half of the
+// arguments, then the second half.
+func (o *sseWriter) toolCall(index int, b llm.Block) error {
+	first, second := splitHalf(arguments(b))
+	err := o.delta(delta{ToolCalls: []toolCallDelta{{
+		Index: index, ID: callID(b, index), Type: "function",
+		Function: functionDelta{Name: b.Name, Arguments: first},
+	}}})
+	if err != nil {
+		return err
+	}
+	return o.delta(delta{ToolCalls: []toolCallDelta{{Index: index, Function: functionDelta{Arguments: second}}}})
+}
+
+func (o *sseWriter) write(c chunk) error {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	if err := o.line("data: " + string(b) + "\n\n"); err != nil {
+		return err
+	}
+	o.written++
+	if o.cutAfter > 0 && o.written >= o.cutAfter {
+		conn, _, err := o.rc.Hijack() // flushes what was written
+		if err != nil {
+			return err
+		}
+		conn.Close()
+		return errCut
+	}
+	return nil
+}
+
+// errorEvent ends a stream the way the API reports a failure after the 200 status.
+func (o *sseWriter) errorEvent(msg string) {
+	b, _ := json.Marshal(apiError{Error: apiErrorBody{Message: msg, Type: "server_error"}})
+	o.line("data: " + string(b) + "\n\n")
+}
+
+func (o *sseWriter) line(s string) error {
+	if _, err := io.WriteString(o.w, s); err != nil {
+		return err
+	}
+	return o.rc.Flush()
+}
+
+// writeError writes an OpenAI-style error body.
+func writeError(w http.ResponseWriter, status int, msg string) {
+	body := apiErrorBody{Message: msg, Type: "invalid_request_error"}
+	switch {
+	case status == http.StatusUnauthorized:
+		body.Code = new("invalid_api_key")
+	case status == http.StatusTooManyRequests:
+		body.Type, body.Code = "requests", new("rate_limit_exceeded")
+	case status >= 500:
+		body.Type = "server_error"
+	}
+	writeJSON(w, status, apiError{Error: body})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v) // a failed write means the client went away
+}
