@@ -12,17 +12,16 @@ import (
 )
 
 // controller owns one task's runtime between turns. Its fields are guarded by the
-// registry's mutex, except rt and tr, which only the goroutine running a turn touches
-// (turns of one task never overlap: each waits for the previous one's last).
+// registry's mutex. rt and tr are set under it, by Launch before the first turn starts or
+// by the turn that revives them, and only the goroutine running a turn uses them (turns
+// of one task never overlap: each waits for the entry's last).
 type controller struct {
 	id TaskID
 	rt *Runtime
 	tr *Transcript
 
 	// cancel cancels the active turn (nil when idle).
-	cancel context.CancelCauseFunc
-	// last is closed when the latest scheduled turn has fully finished.
-	last          chan struct{}
+	cancel        context.CancelCauseFunc
 	turnToolUseID string
 	turnStart     time.Time
 	// seq numbers scheduled turns; cancel belongs to turn seq.
@@ -54,18 +53,14 @@ type turn struct {
 	seq          int
 }
 
-func (r *Registry) startTurn(c *controller, e *entry, t turn) {
-	r.mu.Lock()
-	r.startTurnLocked(c, e, t)
-	r.mu.Unlock()
-}
-
-// startTurnLocked schedules t on its own goroutine, after the controller's previous turn
-// has fully finished. Call with r.mu held and the row already running.
+// startTurnLocked schedules t on its own goroutine, after the task's previous turn has
+// fully finished, whichever controller ran it (a revived controller replaces one whose
+// turn may still be emitting its notification). Call with r.mu held and the row already
+// running.
 func (r *Registry) startTurnLocked(c *controller, e *entry, t turn) {
-	prev := c.last
+	prev := e.last
 	done := make(chan struct{})
-	c.last = done
+	e.last = done
 	tctx, cancel := context.WithCancelCause(r.ctx)
 	c.cancel = cancel
 	c.seq++
@@ -145,8 +140,10 @@ func (r *Registry) revive(c *controller, e *entry) error {
 	if err != nil {
 		return fmt.Errorf("revive %s: %w", c.id, err)
 	}
-	c.tr = tr
-	c.rt = r.newRuntime(c, e, def, RepairDangling(loaded.Messages))
+	rt := r.newRuntime(c, e, def, tr, RepairDangling(loaded.Messages))
+	r.mu.Lock()
+	c.tr, c.rt = tr, rt
+	r.mu.Unlock()
 	return nil
 }
 

@@ -147,8 +147,12 @@ type recorder struct {
 	notes  []llm.Message
 }
 
-func (r *recorder) emit(ev streamjson.Event) { r.mu.Lock(); r.events = append(r.events, ev); r.mu.Unlock() }
-func (r *recorder) notify(m llm.Message)     { r.mu.Lock(); r.notes = append(r.notes, m); r.mu.Unlock() }
+func (r *recorder) emit(ev streamjson.Event) {
+	r.mu.Lock()
+	r.events = append(r.events, ev)
+	r.mu.Unlock()
+}
+func (r *recorder) notify(m llm.Message) { r.mu.Lock(); r.notes = append(r.notes, m); r.mu.Unlock() }
 func (r *recorder) notifications() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -295,9 +296,7 @@ func (r *Runtime) call(ctx context.Context, partial *string) (llm.Message, error
 		case llm.EventToolCall:
 			tc := ev.ToolCall
 			tc.Type = llm.BlockToolUse
-			if len(tc.Input) == 0 {
-				tc.Input = json.RawMessage(`{}`)
-			}
+			tc.Input = normalizeInput(tc.Input)
 			blocks = append(blocks, tc)
 		case llm.EventDone:
 			done, seen = ev, true
@@ -305,6 +304,10 @@ func (r *Runtime) call(ctx context.Context, partial *string) (llm.Message, error
 	}
 	r.stats.APIDuration += r.cfg.Now().Sub(callStart)
 	if !seen {
+		// A stream cut short (often by cancellation) still keeps its partial findings.
+		if text.Len() > 0 {
+			*partial = text.String()
+		}
 		if err := ctx.Err(); err != nil {
 			return llm.Message{}, err
 		}
@@ -340,6 +343,23 @@ func (r *Runtime) call(ctx context.Context, partial *string) (llm.Message, error
 	}
 	r.emit(streamjson.NewAssistant(id, model, content, stop, done.Usage))
 	return reply, nil
+}
+
+// normalizeInput returns tool-call arguments in the form a transcript stores them (as
+// json.Marshal writes a RawMessage: compact, HTML-escaped), so that a chat revived from
+// the transcript sends the provider the very bytes the resident chat sent (prompt-cache
+// fidelity). Empty arguments become {}; arguments that are not JSON are wrapped as
+// {"_raw_arguments": "..."}, as the openai provider does, so that the transcript record
+// and the events stay encodable and the tool's schema check tells the model what failed.
+func normalizeInput(in json.RawMessage) json.RawMessage {
+	if len(bytes.TrimSpace(in)) == 0 {
+		return json.RawMessage(`{}`)
+	}
+	if out, err := json.Marshal(in); err == nil {
+		return out
+	}
+	out, _ := json.Marshal(map[string]string{"_raw_arguments": string(in)})
+	return out
 }
 
 // runTools runs the calls concurrently and returns their results in call order, as one

@@ -83,6 +83,9 @@ func (t taskTool) Run(ctx context.Context, call tools.Call) tools.Result {
 		return tools.Errorf("%v. Collect one with task(task_id) or wait for its <task-notification> before launching another.", err)
 	case err != nil && row.TaskID == "":
 		return tools.Errorf("%v", err)
+	case err != nil:
+		// The task was recorded, then failed before its first turn ran.
+		return tools.Errorf("task_id: %s\nthe task failed to start: %v", row.TaskID, err)
 	}
 	if background {
 		return tools.Result{Content: fmt.Sprintf("task_id: %s\nThe agent is running in the background. Its result arrives later as a <task-notification> message; do not poll it or launch it again. After it finishes, continue it with send_message and this task_id.", row.TaskID)}

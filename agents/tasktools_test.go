@@ -1,0 +1,171 @@
+package agents
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stoke-cli/stoke/agents/llm"
+)
+
+func TestListAgentsJSON(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(_ context.Context, req llm.Request, yield func(llm.Event, error) bool) {
+		if strings.Contains(messagesText(req.Messages), "fail") {
+			yield(llm.Event{}, errors.New("model down"))
+			return
+		}
+		answer(yield, "ok")
+	})
+	ok := h.launch(LaunchRequest{Description: "good one", Prompt: "work", Background: true}).TaskID
+	bad := h.launch(LaunchRequest{Description: "bad one", Prompt: "fail", Background: true}).TaskID
+	h.collect(ok)
+	h.collect(bad)
+
+	res := h.call(h.ctx(), ToolListAgents, map[string]any{})
+	if res.IsError {
+		t.Fatalf("list_agents = %+v", res)
+	}
+	var out struct {
+		Agents []map[string]any `json:"agents"`
+	}
+	if err := json.Unmarshal([]byte(res.Content), &out); err != nil {
+		t.Fatalf("list_agents is not JSON: %v\n%s", err, res.Content)
+	}
+	if len(out.Agents) != 2 {
+		t.Fatalf("agents = %+v", out.Agents)
+	}
+	want := []string{"blocked_reason", "continuable", "description", "status", "subagent_type", "task_id", "turn"}
+	byID := map[TaskID]map[string]any{}
+	for _, a := range out.Agents {
+		if keys := slices.Sorted(maps.Keys(a)); !slices.Equal(keys, want) {
+			t.Errorf("keys = %v, want %v", keys, want)
+		}
+		byID[TaskID(a["task_id"].(string))] = a
+	}
+	g, b := byID[ok], byID[bad]
+	if g["description"] != "good one" || g["subagent_type"] != GeneralPurpose || g["status"] != "completed" || g["continuable"] != true || g["blocked_reason"] != "" || g["turn"] != 1.0 {
+		t.Errorf("completed entry = %v", g)
+	}
+	if b["status"] != "failed" || b["continuable"] != false || !strings.Contains(b["blocked_reason"].(string), "failed") {
+		t.Errorf("failed entry = %v", b)
+	}
+	// Oldest first.
+	if out.Agents[0]["task_id"] != string(ok) {
+		t.Errorf("order = %v", out.Agents)
+	}
+	// Caller-owned: the tools a subagent gets never include these four.
+	for _, name := range []string{ToolTask, ToolSendMessage, ToolTaskStop, ToolListAgents} {
+		for _, spec := range h.model.requests()[0].Tools {
+			if spec.Name == name {
+				t.Errorf("subagent was offered %s", name)
+			}
+		}
+	}
+}
+
+func TestSendMessageToSettledTask(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		fn     genFunc
+		settle func(h *harness, id TaskID)
+		want   string
+	}{
+		{"failed", func(_ context.Context, _ llm.Request, yield func(llm.Event, error) bool) {
+			yield(llm.Event{}, errors.New("model down"))
+		}, func(*harness, TaskID) {}, "is failed and cannot be continued; launch a new task"},
+		{"cancelled", newGate("", "x").gen, func(h *harness, id TaskID) {
+			if _, err := h.reg.Stop(id); err != nil {
+				h.t.Fatal(err)
+			}
+		}, "is cancelled and cannot be continued; launch a new task"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, tc.fn)
+			id := h.launchBG("p")
+			tc.settle(h, id)
+			h.collect(id)
+			res := h.call(h.ctx(), ToolSendMessage, map[string]any{"task_id": string(id), "message": "more"})
+			if !res.IsError || !strings.Contains(res.Content, tc.want) || !strings.HasPrefix(res.Content, "task_id: "+string(id)) {
+				t.Fatalf("send_message = %+v", res)
+			}
+			if _, err := h.reg.Send(id, "more", "c"); !errors.Is(err, ErrNotContinuable) {
+				t.Fatalf("Send: err = %v", err)
+			}
+			if n := len(h.started(id)); n != 1 {
+				t.Fatalf("%d turns started, want 1", n)
+			}
+		})
+	}
+	h := newHarness(t, replyText("x"))
+	res := h.call(h.ctx(), ToolSendMessage, map[string]any{"task_id": string(NewTaskID()), "message": "m"})
+	if !res.IsError || !strings.Contains(res.Content, "unknown task id") {
+		t.Fatalf("unknown id: %+v", res)
+	}
+}
+
+func TestSendMessageResults(t *testing.T) {
+	t.Parallel()
+	g := newGate("", "first")
+	h := newHarness(t, func(ctx context.Context, req llm.Request, yield func(llm.Event, error) bool) {
+		if len(req.Messages) == 1 {
+			g.gen(ctx, req, yield)
+			return
+		}
+		answer(yield, "next")
+	})
+	id := h.launchBG("p")
+	g.wait(t)
+	res := h.call(h.ctx(), ToolSendMessage, map[string]any{"task_id": string(id), "message": "while running"})
+	if res.IsError || !strings.Contains(res.Content, "queued") {
+		t.Fatalf("running: %+v", res)
+	}
+	close(g.release)
+	row := h.collect(id)
+	// The queued message was claimed at the end of the turn: same turn, one more model call.
+	if row.Turn != 1 || row.LastOutcome.Text != "next" {
+		t.Fatalf("row = %+v", row)
+	}
+	reqs := h.model.requests()
+	if len(reqs) != 2 || !strings.Contains(messagesText(reqs[1].Messages), "while running") {
+		t.Fatalf("requests = %+v", reqs)
+	}
+	res = h.call(h.ctx(), ToolSendMessage, map[string]any{"task_id": string(id), "message": "after"})
+	if res.IsError || !strings.Contains(res.Content, "resident runtime as turn 2") {
+		t.Fatalf("completed: %+v", res)
+	}
+	h.collect(id)
+}
+
+func TestTaskStopRunning(t *testing.T) {
+	t.Parallel()
+	g := newGate("half done", "x")
+	h := newHarness(t, g.gen)
+	id := h.launchBG("p")
+	g.wait(t)
+	res := h.call(h.ctx(), ToolTaskStop, map[string]any{"task_id": string(id)})
+	if res.IsError || !strings.Contains(res.Content, "stop requested") {
+		t.Fatalf("task_stop = %+v", res)
+	}
+	row := h.collect(id)
+	if row.Status != StatusCancelled || !row.Interrupted || row.LastOutcome.Text != "half done" {
+		t.Fatalf("row = %+v", row)
+	}
+	if !strings.Contains(row.LastOutcome.Error, ErrStopped.Error()) {
+		t.Fatalf("outcome error = %q", row.LastOutcome.Error)
+	}
+	res = h.call(h.ctx(), ToolTaskStop, map[string]any{"task_id": string(id)})
+	if !res.IsError || !strings.Contains(res.Content, "not running") {
+		t.Fatalf("second task_stop = %+v", res)
+	}
+	if h.disposals(id) != 1 || !h.runtime(0).closed.Load() {
+		t.Fatal("stopped task not disposed once")
+	}
+}

@@ -1,0 +1,311 @@
+package agents
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/tools"
+	"github.com/stoke-cli/stoke/streamjson"
+)
+
+func toolUse(id, name string) llm.Block {
+	return llm.Block{Type: llm.BlockToolUse, ID: id, Name: name, Input: json.RawMessage(`{}`)}
+}
+
+func toolResult(id, content string) llm.Block {
+	return llm.Block{Type: llm.BlockToolResult, ToolUseID: id, Content: content}
+}
+
+func assistant(blocks ...llm.Block) llm.Message {
+	return llm.Message{Role: llm.RoleAssistant, Content: blocks}
+}
+
+func user(blocks ...llm.Block) llm.Message { return llm.Message{Role: llm.RoleUser, Content: blocks} }
+
+// sampleTranscript is a well-formed transcript of one turn with a tool round and a
+// queued message, as a Transcript writes it (into dir).
+func sampleTranscript(t testing.TB, dir string) []byte {
+	t.Helper()
+	path := filepath.Join(dir, "a.jsonl")
+	tr, err := OpenTranscript(path, func() time.Time { return time.Unix(0, 0) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Write(Record{Type: RecordMeta, TaskID: "a0123456789abcdef", SubagentType: GeneralPurpose, System: "sys"}); err != nil {
+		t.Fatal(err)
+	}
+	tr.SetTurn(1)
+	for _, m := range []llm.Message{
+		llm.UserText("look"),
+		assistant(llm.TextBlock("checking"), toolUse("c1", "grep")),
+		user(toolResult("c1", "found")),
+		llm.UserText("Message from the parent agent while you were working:\nhurry"),
+		assistant(llm.TextBlock("done")),
+	} {
+		if err := tr.Append(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tr.Write(Record{Type: RecordTurn, Turn: 1, Status: "completed", Summary: "done"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func FuzzDecodeTranscript(f *testing.F) {
+	dir, err := os.MkdirTemp("", "fuzz-transcript")
+	if err != nil {
+		f.Fatal(err)
+	}
+	good := sampleTranscript(f, dir)
+	_ = os.RemoveAll(dir)
+	f.Add(good)
+	f.Add(good[:len(good)-7])
+	f.Add([]byte(`{"type":"message","message":{"role":"user","content":null}}` + "\n" + `{"type":"message","message":{"role":"system"}}`))
+	f.Add([]byte(`{"type":"turn","turn":-1}` + "\n\n \n" + `{"type":"message","message":null}` + "\n{"))
+	f.Add([]byte("\x00\xff\n[1,2]\n\"x\"\nnull\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		loaded, err := DecodeTranscript(bytes.NewReader(data))
+		if err != nil {
+			t.Fatalf("DecodeTranscript: %v", err)
+		}
+		torn := 0
+		for _, w := range loaded.Warnings {
+			if strings.Contains(w, "torn last line") {
+				torn++
+			}
+		}
+		if torn > 1 || (torn == 1 && bytes.HasSuffix(data, []byte("\n"))) {
+			t.Fatalf("torn warnings %d for data ending %q: %v", torn, data[max(0, len(data)-5):], loaded.Warnings)
+		}
+		if len(loaded.Warnings) > bytes.Count(data, []byte("\n"))+1 {
+			t.Fatalf("%d warnings for %d lines", len(loaded.Warnings), bytes.Count(data, []byte("\n"))+1)
+		}
+		for i, m := range loaded.Messages {
+			if m.Role != llm.RoleUser && m.Role != llm.RoleAssistant {
+				t.Fatalf("message %d has role %q", i, m.Role)
+			}
+			if i > 0 && loaded.Messages[i-1].Role == m.Role {
+				t.Fatalf("messages %d and %d have the same role", i-1, i)
+			}
+		}
+		_ = RepairDangling(loaded.Messages)
+	})
+}
+
+func TestDecodeTranscriptTornLastLine(t *testing.T) {
+	t.Parallel()
+	good := sampleTranscript(t, t.TempDir())
+	whole, err := DecodeTranscript(bytes.NewReader(good))
+	if err != nil || len(whole.Warnings) != 0 {
+		t.Fatalf("whole transcript: %v %v", err, whole.Warnings)
+	}
+	if len(whole.Messages) != 4 || whole.Turns != 1 || whole.LastSummary != "done" || whole.Meta.System != "sys" {
+		t.Fatalf("whole = %+v", whole)
+	}
+	// The merge rule joins the tool result and the queued message into one user message.
+	if whole.Messages[2].Role != llm.RoleUser || len(whole.Messages[2].Content) != 2 {
+		t.Fatalf("merged message = %+v", whole.Messages[2])
+	}
+
+	// A crash mid-write leaves a torn last line: skipped with one warning.
+	extra := `{"type":"message","turn":2,"message":{"role":"user","content":[{"type":"text","text":"tor`
+	torn, err := DecodeTranscript(bytes.NewReader(append(append([]byte{}, good...), extra...)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(torn.Warnings) != 1 || !strings.Contains(torn.Warnings[0], "line 8: torn last line skipped") {
+		t.Fatalf("warnings = %q", torn.Warnings)
+	}
+	if !jsonEqual(t, torn.Messages, whole.Messages) || torn.Turns != 1 {
+		t.Fatalf("torn transcript lost data: %+v", torn)
+	}
+
+	// A corrupt line in the middle is skipped too; the lines after it still count.
+	lines := bytes.SplitAfter(good, []byte("\n"))
+	lines[2] = []byte("{garbage\n")
+	mid, err := DecodeTranscript(bytes.NewReader(bytes.Join(lines, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mid.Warnings) != 1 || !strings.Contains(mid.Warnings[0], "line 3: corrupt line skipped") || mid.Turns != 1 {
+		t.Fatalf("corrupt middle line: %+v", mid)
+	}
+
+	// ReadTranscript reads the file; a missing file is an error.
+	path := filepath.Join(t.TempDir(), "t.jsonl")
+	if err := os.WriteFile(path, append(append([]byte{}, good...), extra...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := ReadTranscript(path); err != nil || len(l.Warnings) != 1 {
+		t.Fatalf("ReadTranscript: %v %+v", err, l)
+	}
+	if _, err := ReadTranscript(filepath.Join(t.TempDir(), "missing.jsonl")); err == nil {
+		t.Fatal("missing transcript read without error")
+	}
+}
+
+func TestRepairDangling(t *testing.T) {
+	t.Parallel()
+	cut := "interrupted: the tool call did not finish"
+	tests := []struct {
+		name string
+		in   []llm.Message
+		want []llm.Message
+	}{
+		{"empty", nil, nil},
+		{"ends with user", []llm.Message{llm.UserText("hi")}, []llm.Message{llm.UserText("hi")}},
+		{"ends with text", []llm.Message{llm.UserText("hi"), assistant(llm.TextBlock("done"))}, []llm.Message{llm.UserText("hi"), assistant(llm.TextBlock("done"))}},
+		{"answered tool round", []llm.Message{
+			llm.UserText("hi"), assistant(toolUse("c1", "grep")), user(toolResult("c1", "x")),
+		}, []llm.Message{
+			llm.UserText("hi"), assistant(toolUse("c1", "grep")), user(toolResult("c1", "x")),
+		}},
+		{"dangling tool uses", []llm.Message{
+			llm.UserText("hi"), assistant(llm.TextBlock("let me look"), toolUse("c1", "grep"), toolUse("c2", "read_file")),
+		}, []llm.Message{
+			llm.UserText("hi"), assistant(llm.TextBlock("let me look"), toolUse("c1", "grep"), toolUse("c2", "read_file")),
+			user(llm.Block{Type: llm.BlockToolResult, ToolUseID: "c1", Content: cut, IsError: true},
+				llm.Block{Type: llm.BlockToolResult, ToolUseID: "c2", Content: cut, IsError: true}),
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got := RepairDangling(tc.in)
+			if !jsonEqual(t, got, tc.want) {
+				t.Fatalf("got  %s\nwant %s", mustJSON(t, got), mustJSON(t, tc.want))
+			}
+			// A repaired chat takes the next instruction as a merged user turn.
+			next := AppendMessage(got, llm.UserText("continue"))
+			if last := next[len(next)-1]; last.Role != llm.RoleUser || last.Content[len(last.Content)-1].Text != "continue" {
+				t.Fatalf("next instruction = %+v", last)
+			}
+		})
+	}
+}
+
+func TestAppendMessage(t *testing.T) {
+	t.Parallel()
+	a1 := assistant(llm.TextBlock("a1"))
+	tests := []struct {
+		name string
+		in   []llm.Message
+		add  llm.Message
+		want []llm.Message
+	}{
+		{"first", nil, llm.UserText("u1"), []llm.Message{llm.UserText("u1")}},
+		{"alternating", []llm.Message{llm.UserText("u1")}, a1, []llm.Message{llm.UserText("u1"), a1}},
+		{"same role merges", []llm.Message{llm.UserText("u1"), a1, user(toolResult("c1", "r"))}, llm.UserText("queued"),
+			[]llm.Message{llm.UserText("u1"), a1, user(toolResult("c1", "r"), llm.TextBlock("queued"))}},
+		{"assistant merges", []llm.Message{a1}, assistant(llm.TextBlock("a2")),
+			[]llm.Message{assistant(llm.TextBlock("a1"), llm.TextBlock("a2"))}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			// The merge must not write into the blocks of the message it merges into:
+			// an earlier request may still share them.
+			before := cloneMessages(tc.in)
+			var shared [][]llm.Block
+			for _, m := range tc.in {
+				shared = append(shared, m.Content)
+			}
+			got := AppendMessage(tc.in, tc.add)
+			if !jsonEqual(t, got, tc.want) {
+				t.Fatalf("got  %s\nwant %s", mustJSON(t, got), mustJSON(t, tc.want))
+			}
+			for i := range shared {
+				if !jsonEqual(t, shared[i], before[i].Content) {
+					t.Fatalf("merge modified the blocks of message %d", i)
+				}
+			}
+		})
+	}
+}
+
+// Cache fidelity: a revived runtime rebuilds byte-for-byte the message list the resident
+// runtime had, including a tool round and a message queued (and merged) mid-turn.
+func TestRevivalRebuildsResidentChat(t *testing.T) {
+	t.Parallel()
+	proceed := make(chan struct{})
+	hooked := Definition{Name: "hooked", Prompt: "Hooks.", HasHooks: true}
+	h := newHarness(t, func(_ context.Context, req llm.Request, yield func(llm.Event, error) bool) {
+		switch {
+		case strings.Contains(messagesText(req.Messages), "second instruction"):
+			answer(yield, "second answer")
+		case req.Messages[len(req.Messages)-1].Content[0].Type == llm.BlockToolResult:
+			answer(yield, "first answer")
+		default:
+			// Arguments as a provider may stream them: spaces, and characters that
+			// json.Marshal escapes inside a RawMessage.
+			answer(yield, "checking", llm.Block{ID: "call_1", Name: "slow", Input: json.RawMessage(`{"q": "a<b & c>d"}`)})
+		}
+	}, func(c *RegistryConfig) {
+		c.Catalog = NewCatalog(append(BuiltinDefinitions(), hooked)...)
+		c.SubagentTools = func(Definition) *tools.Set {
+			return tools.NewSet(tools.Func{
+				ToolSpec: llm.ToolSpec{Name: "slow", Parameters: json.RawMessage(`{"type":"object"}`)},
+				Fn: func(ctx context.Context, _ tools.Call) tools.Result {
+					select {
+					case <-proceed:
+					case <-ctx.Done():
+					}
+					return tools.Result{Content: "tool output"}
+				},
+			})
+		}
+	})
+	id := h.launch(LaunchRequest{Prompt: "first instruction", SubagentType: "hooked", Background: true}).TaskID
+	if res := h.send(id, "mid-turn note"); res.Continuation != "queued" {
+		t.Fatalf("send while running = %+v", res)
+	}
+	close(proceed)
+	h.collect(id)
+	resident := h.runtime(0).Chat().Messages()
+	if len(resident) != 4 || len(resident[2].Content) != 2 {
+		t.Fatalf("resident chat = %s", mustJSON(t, resident))
+	}
+	if p := h.notifications(id); len(p) != 1 {
+		t.Fatalf("notifications = %+v", p)
+	}
+
+	if res := h.send(id, "second instruction"); res.Continuation != streamjson.ContinuationRevived {
+		t.Fatalf("send = %+v", res)
+	}
+	h.collect(id)
+	reqs := h.model.requests()
+	revived := reqs[len(reqs)-1]
+	if len(revived.Messages) != len(resident)+1 {
+		t.Fatalf("revived request has %d messages, want %d", len(revived.Messages), len(resident)+1)
+	}
+	for i := range resident {
+		got, want := mustJSON(t, revived.Messages[i]), mustJSON(t, resident[i])
+		if got != want {
+			t.Fatalf("message %d differs:\nrevived  %s\nresident %s", i, got, want)
+		}
+		// json.Marshal normalizes raw tool inputs; the bytes a provider is sent must match too.
+		for j, b := range resident[i].Content {
+			if r := revived.Messages[i].Content[j]; string(r.Input) != string(b.Input) {
+				t.Fatalf("message %d block %d: revived input %s, resident input %s", i, j, r.Input, b.Input)
+			}
+		}
+	}
+	if revived.System != reqs[0].System || !jsonEqual(t, revived.Tools, reqs[0].Tools) {
+		t.Fatal("revived request has a different system prompt or tool list")
+	}
+}
