@@ -38,13 +38,15 @@ package e2e
 //	lines. With WANT, the result's string form (strings unquoted, numbers, booleans and
 //	objects as JSON) must equal WANT; without, the result must exist. With -count, the
 //	result must hold N matches: the length of an array result (as `#(...)#` returns), 1
-//	for any other existing value, 0 for none. "!" inverts the check.
+//	for any other existing value, 0 for none. With -distinct, the result must be an array
+//	holding N distinct values (e.g. one task id across turns). "!" inverts the check.
 //
 //	  jsonl stdout 0.subtype init                                 first line
 //	  jsonl stdout '@reverse|0.subtype' success                   last line
 //	  jsonl stdout '#(type=="result").result' 'Hello! You said: hi'
 //	  jsonl stdout '#(subtype=="task_started")#.turn' '[1,2]'
 //	  jsonl -count 2 stdout '#(type=="assistant")#'
+//	  jsonl -distinct 1 stdout '#(subtype=="task_started")#.task_id'
 //	  jsonl stdout '#' 3                                          number of lines
 //	  ! jsonl stdout '#(type=="result").errors'                   no such key
 //
@@ -211,12 +213,13 @@ func cmdMockReqs(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 func cmdJSONL(ts *testscript.TestScript, neg bool, args []string) {
-	const usage = "jsonl [-count N] FILE QUERY [WANT]"
-	count := -1
+	const usage = "jsonl [-count N | -distinct N] FILE QUERY [WANT]"
+	count, distinct := -1, -1
 	rest := parseFlags(ts, usage, args, func(fs *flag.FlagSet) {
 		fs.IntVar(&count, "count", -1, "number of matches")
+		fs.IntVar(&distinct, "distinct", -1, "number of distinct values in an array result")
 	})
-	if len(rest) < 2 || len(rest) > 3 || (count >= 0 && len(rest) == 3) {
+	if len(rest) < 2 || len(rest) > 3 || ((count >= 0 || distinct >= 0) && len(rest) == 3) {
 		ts.Fatalf("usage: %s", usage)
 	}
 	file, query := rest[0], rest[1]
@@ -225,6 +228,13 @@ func cmdJSONL(ts *testscript.TestScript, neg bool, args []string) {
 	var ok bool
 	var what string
 	switch {
+	case distinct >= 0:
+		seen := map[string]bool{}
+		for _, v := range r.Array() {
+			seen[v.Raw] = true
+		}
+		ok = r.IsArray() && len(seen) == distinct
+		what = fmt.Sprintf("%d distinct values in %s, want %d", len(seen), r.Raw, distinct)
 	case count >= 0:
 		got := 0
 		switch {

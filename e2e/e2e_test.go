@@ -23,6 +23,8 @@
 package e2e
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"flag"
 	"fmt"
 	"os"
@@ -146,6 +148,17 @@ func setup(env *testscript.Env) error {
 	env.Setenv("HOME", home)
 	env.Setenv("SCENARIOS", h.scenarios)
 	env.Setenv("GOCOVERDIR", h.coverDir)
+	// Fresh nonces for every script: a memory test passes only when the history is there.
+	env.Setenv("NONCE", "NONCE-"+randomHex())
+	env.Setenv("NONCE_A", "NONCE-A"+randomHex())
+	env.Setenv("NONCE_B", "NONCE-B"+randomHex())
 	env.Values[mockKey{}] = &mockState{}
 	return nil
+}
+
+// randomHex returns 8 random upper-case hex digits.
+func randomHex() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return strings.ToUpper(hex.EncodeToString(b[:]))
 }

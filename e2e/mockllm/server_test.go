@@ -314,8 +314,8 @@ func TestRequestConversion(t *testing.T) {
 			{Role: llm.RoleUser, Content: []llm.Block{
 				{Type: llm.BlockToolResult, ToolUseID: "c1", Content: "a.go"},
 				{Type: llm.BlockToolResult, ToolUseID: "c2", Content: "unknown tool"},
+				llm.TextBlock("and then?"), // a user message after tool results joins them
 			}},
-			llm.UserText("and then?"),
 			{Role: llm.RoleAssistant, Content: []llm.Block{llm.TextBlock("done")}},
 			llm.UserText("thanks"),
 		},

@@ -173,7 +173,15 @@ func toRequest(body chatRequest) (*llm.Request, error) {
 		case "system", "developer":
 			system = append(system, text)
 		case "user":
-			req.Messages = append(req.Messages, llm.UserText(text))
+			// A user message right after tool results belongs to the same turn (stoke
+			// sends notifications that arrived mid-turn that way): merge it back into the
+			// user message holding the results, as stoke's own history has it.
+			if i > 0 && body.Messages[i-1].Role == "tool" {
+				last := &req.Messages[len(req.Messages)-1]
+				last.Content = append(last.Content, llm.TextBlock(text))
+			} else {
+				req.Messages = append(req.Messages, llm.UserText(text))
+			}
 		case "assistant":
 			msg := llm.Message{Role: llm.RoleAssistant, Content: []llm.Block{}}
 			if text != "" {
