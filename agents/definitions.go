@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/stoke-cli/stoke/agents/hooks"
 )
 
 // Definition is a subagent type.
@@ -12,14 +14,23 @@ type Definition struct {
 	Description string
 	// Prompt is the system prompt body.
 	Prompt string
-	// Tools is the allow-list of tool names; empty means every workspace tool.
+	// Tools is the allow-list of tool names; empty means every workspace tool. Claude
+	// Code's and Qwen Code's names for the workspace tools are mapped to stoke's when a
+	// file is loaded (Read is read_file, Bash is shell, ...); other names are kept as
+	// written.
 	Tools []string
+	// DisallowedTools is a deny-list of tool names (Claude Code's disallowedTools),
+	// applied after Tools.
+	DisallowedTools []string
 	// Model overrides the parent's model when set.
 	Model string
 	// ApprovalMode overrides the parent's when set.
 	ApprovalMode string
-	// HasHooks: the definition declares hooks (never kept resident).
+	// HasHooks: the definition declares hooks (never kept resident). Set by the loader
+	// when Hooks holds at least one hook.
 	HasHooks bool
+	// Hooks are the definition's own command hooks, by event.
+	Hooks hooks.Config
 	// Isolation is "" or "worktree" (never kept resident).
 	Isolation string
 	// RaisesApproval: the agent runs with more permission than the parent (never kept resident).
@@ -48,6 +59,43 @@ func BuiltinDefinitions() []Definition {
 // revival instead.
 func (d Definition) Resident() bool {
 	return !d.HasHooks && d.Isolation == "" && !d.RaisesApproval
+}
+
+// WithParentMode returns d with RaisesApproval set when d names an approval mode that
+// grants more than parentMode, by the rank plan < default < auto-edit < yolo. An empty
+// parentMode is default. Unknown modes are read the cautious way: an unknown parent mode
+// ranks lowest, and a definition's unknown mode always raises.
+func (d Definition) WithParentMode(parentMode string) Definition {
+	if parentMode == "" {
+		parentMode = approvalDefault
+	}
+	own := approvalRank(d.ApprovalMode)
+	d.RaisesApproval = d.ApprovalMode != "" && (own < 0 || own > approvalRank(parentMode))
+	return d
+}
+
+// The approval modes, from the least permission to the most.
+const (
+	approvalPlan     = "plan"
+	approvalDefault  = "default"
+	approvalAutoEdit = "auto-edit"
+	approvalYolo     = "yolo"
+)
+
+// approvalRank orders the approval modes; an unknown mode is -1.
+func approvalRank(mode string) int {
+	switch mode {
+	case approvalPlan:
+		return 0
+	case approvalDefault:
+		return 1
+	case approvalAutoEdit:
+		return 2
+	case approvalYolo:
+		return 3
+	default:
+		return -1
+	}
 }
 
 // SystemPrompt is the system prompt sent for this type. Its last line names the type, so

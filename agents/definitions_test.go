@@ -1,0 +1,420 @@
+package agents
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/stoke-cli/stoke/agents/hooks"
+)
+
+func TestParseDefinitionFields(t *testing.T) {
+	t.Parallel()
+	const src = "/p/.claude/agents/x.md"
+	tests := []struct {
+		name string
+		file string
+		want Definition
+	}{
+		{
+			name: "minimal",
+			file: "---\nname: minimal\n---\n\nDo the thing.\n\n",
+			want: Definition{Name: "minimal", Prompt: "Do the thing.", Source: src},
+		},
+		{
+			name: "a Claude Code file",
+			file: `---
+name: code-reviewer
+description: Reviews diffs for bugs and style.
+tools: Read, Grep, Glob, Bash
+model: sonnet
+color: red
+permissionMode: acceptEdits
+---
+You are a code reviewer.
+
+Report findings as a list.
+`,
+			want: Definition{
+				Name: "code-reviewer", Description: "Reviews diffs for bugs and style.",
+				Prompt: "You are a code reviewer.\n\nReport findings as a list.",
+				Tools:  []string{"read_file", "grep", "glob", "shell"}, Model: "sonnet",
+				ApprovalMode: "auto-edit", Source: src,
+			},
+		},
+		{
+			name: "a Qwen Code file with a tool list",
+			file: "---\nname: qwen-helper\ntools:\n  - read_file\n  - grep_search\n  - run_shell_command\n  - Read\n  - web_fetch\n---\nHelp.\n",
+			want: Definition{
+				Name: "qwen-helper", Prompt: "Help.", Source: src,
+				Tools: []string{"read_file", "grep", "shell", "web_fetch"},
+			},
+		},
+		{
+			name: "star is every tool; the deny-list keeps its star",
+			file: "---\nname: all\ntools: '*'\ndisallowedTools: Bash, Write, *\n---\nx\n",
+			want: Definition{Name: "all", Prompt: "x", Source: src, DisallowedTools: []string{"shell", "write_file", "*"}},
+		},
+		{
+			name: "model inherit is the parent's",
+			file: "---\nname: inh\nmodel: inherit\n---\nx\n",
+			want: Definition{Name: "inh", Prompt: "x", Source: src},
+		},
+		{
+			name: "approval-mode yolo",
+			file: "---\nname: a\napproval-mode: yolo\n---\nx\n",
+			want: Definition{Name: "a", Prompt: "x", Source: src, ApprovalMode: "yolo"},
+		},
+		{
+			name: "permissionMode bypassPermissions",
+			file: "---\nname: a\npermissionMode: bypassPermissions\n---\nx\n",
+			want: Definition{Name: "a", Prompt: "x", Source: src, ApprovalMode: "yolo"},
+		},
+		{
+			name: "permissionMode plan, approval-mode agreeing",
+			file: "---\nname: a\npermissionMode: plan\napproval-mode: plan\n---\nx\n",
+			want: Definition{Name: "a", Prompt: "x", Source: src, ApprovalMode: "plan"},
+		},
+		{
+			name: "permissionMode default",
+			file: "---\nname: a\npermissionMode: default\n---\nx\n",
+			want: Definition{Name: "a", Prompt: "x", Source: src, ApprovalMode: "default"},
+		},
+		{
+			name: "hooks in both shapes",
+			file: `---
+name: hooked
+hooks:
+  SubagentStop:
+    - command: ./check.sh
+      timeout: 30s
+  Stop:
+    - matcher: "*"
+      hooks:
+        - type: command
+          command: ./stop.sh
+          timeout: 5
+---
+x
+`,
+			want: Definition{
+				Name: "hooked", Prompt: "x", Source: src, HasHooks: true,
+				Hooks: hooks.Config{
+					hooks.SubagentStop: {{Command: "./check.sh", Timeout: 30 * time.Second}},
+					hooks.Stop:         {{Command: "./stop.sh", Timeout: 5 * time.Second, Matcher: "*"}},
+				},
+			},
+		},
+		{
+			name: "empty hooks are no hooks",
+			file: "---\nname: a\nhooks:\n  Stop: []\n---\nx\n",
+			want: Definition{Name: "a", Prompt: "x", Source: src},
+		},
+		{
+			name: "worktree isolation",
+			file: "---\nname: iso\nisolation: worktree\n---\nx\n",
+			want: Definition{Name: "iso", Prompt: "x", Source: src, Isolation: "worktree"},
+		},
+		{
+			name: "byte order mark and CRLF",
+			file: "\uFEFF---\r\nname: win\r\ndescription: Made on Windows.\r\n---\r\nLine one.\r\nLine two.\r\n",
+			want: Definition{Name: "win", Description: "Made on Windows.", Prompt: "Line one.\nLine two.", Source: src},
+		},
+		{
+			name: "an unquoted colon in a description",
+			file: "---\nname: colon\ndescription: Use this agent when: the user asks. Example: review.\ntools: Read\n---\nx\n",
+			want: Definition{
+				Name: "colon", Description: "Use this agent when: the user asks. Example: review.",
+				Tools: []string{"read_file"}, Prompt: "x", Source: src,
+			},
+		},
+		{
+			name: "the body may hold --- lines; ... closes front matter",
+			file: "---\nname: dots\n...\nIntro.\n---\nMore.\n",
+			want: Definition{Name: "dots", Prompt: "Intro.\n---\nMore.", Source: src},
+		},
+		{
+			name: "empty body, plugin-style name",
+			file: "---\nname: my-plugin:reviewer_2.0\n---\n",
+			want: Definition{Name: "my-plugin:reviewer_2.0", Source: src},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := ParseDefinition(src, []byte(tt.file))
+			if err != nil {
+				t.Fatalf("ParseDefinition: %v", err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("ParseDefinition (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestParseDefinitionErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, file, want string
+	}{
+		{"no front matter", "# Reviewer\nYou review.\n", "no front matter"},
+		{"empty file", "", "no front matter"},
+		{"front matter not closed", "---\nname: a\nbody\n", "not closed"},
+		{"bad YAML", "---\nname: [unclosed\n---\nx\n", "front matter: yaml:"},
+		{"bad YAML that quoting cannot fix", "---\nname: a: b\n  bad: indent\n---\nx\n", "front matter: yaml:"},
+		{"front matter is a list", "---\n- name: a\n---\nx\n", "want a YAML map"},
+		{"empty front matter", "---\n---\nx\n", "no name"},
+		{"missing name", "---\ndescription: nameless\n---\nx\n", "no name"},
+		{"name with spaces", "---\nname: code reviewer\n---\nx\n", `name "code reviewer"`},
+		{"name with a slash", "---\nname: ../evil\n---\nx\n", `name "../evil"`},
+		{"name not a string", "---\nname: {a: 1}\n---\nx\n", "front matter:"},
+		{"bad isolation", "---\nname: a\nisolation: container\n---\nx\n", `isolation "container"`},
+		{"unknown approval mode", "---\nname: a\napproval-mode: always\n---\nx\n", `approval-mode "always"`},
+		{"unsupported permissionMode", "---\nname: a\npermissionMode: dontAsk\n---\nx\n", `permissionMode "dontAsk"`},
+		{"approval modes disagree", "---\nname: a\napproval-mode: plan\npermissionMode: bypassPermissions\n---\nx\n", "disagree"},
+		{"unsupported hook event", "---\nname: a\nhooks:\n  PreToolUse:\n    - command: ./guard.sh\n---\nx\n", `event "PreToolUse" is not supported`},
+		{"hook without command", "---\nname: a\nhooks:\n  Stop:\n    - timeout: 5\n---\nx\n", "no command"},
+		{"tools as a map", "---\nname: a\ntools: {Read: true}\n---\nx\n", "line 3: want a list of tool names"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			d, err := ParseDefinition("x.md", []byte(tt.file))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("ParseDefinition = %+v, %v; want an error containing %q", d, err, tt.want)
+			}
+		})
+	}
+}
+
+// writeDefFile writes an agent file into dir (created as needed).
+func writeDefFile(t *testing.T, dir, file, content string) string {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, file)
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func defFile(name, prompt string) string {
+	return "---\nname: " + name + "\ndescription: " + prompt + "\n---\n" + prompt + "\n"
+}
+
+func TestLoadDefinitionsPrecedence(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	home := filepath.Join(root, "home", ".stoke")
+	project := filepath.Join(root, "project")
+	dirs := map[string]string{
+		"user":   filepath.Join(home, "agents"),
+		"qwen":   filepath.Join(project, ".qwen", "agents"),
+		"claude": filepath.Join(project, ".claude", "agents"),
+		"stoke":  filepath.Join(project, ".stoke", "agents"),
+	}
+	// Each source defines "shared" and its own name; pairs of neighbours overlap too.
+	for src, dir := range dirs {
+		writeDefFile(t, dir, "shared.md", defFile("shared", "from "+src))
+		writeDefFile(t, dir, "own.md", defFile("only-"+src, "from "+src))
+	}
+	writeDefFile(t, dirs["user"], "gp.md", defFile(GeneralPurpose, "from user"))
+	writeDefFile(t, dirs["user"], "uq.md", defFile("user-qwen", "from user"))
+	writeDefFile(t, dirs["qwen"], "uq.md", defFile("user-qwen", "from qwen"))
+	writeDefFile(t, dirs["qwen"], "qc.md", defFile("qwen-claude", "from qwen"))
+	// The file name does not matter; the name field does.
+	writeDefFile(t, dirs["claude"], "renamed.md", defFile("qwen-claude", "from claude"))
+	writeDefFile(t, dirs["claude"], "cs.md", defFile("claude-stoke", "from claude"))
+	writeDefFile(t, dirs["stoke"], "cs.md", defFile("claude-stoke", "from stoke"))
+
+	builtin := BuiltinDefinitions()[0].Prompt
+	tests := []struct {
+		name string
+		opts LoadOptions
+		want map[string]string // name -> prompt
+	}{
+		{
+			name: "every source",
+			opts: LoadOptions{ProjectDir: project, UserStokeHome: home},
+			want: map[string]string{
+				GeneralPurpose: "from user", "shared": "from stoke",
+				"user-qwen": "from qwen", "qwen-claude": "from claude", "claude-stoke": "from stoke",
+				"only-user": "from user", "only-qwen": "from qwen", "only-claude": "from claude", "only-stoke": "from stoke",
+			},
+		},
+		{
+			name: "bare skips the project, not the user",
+			opts: LoadOptions{ProjectDir: project, UserStokeHome: home, Bare: true},
+			want: map[string]string{
+				GeneralPurpose: "from user", "shared": "from user", "user-qwen": "from user", "only-user": "from user",
+			},
+		},
+		{
+			name: "no user home",
+			opts: LoadOptions{ProjectDir: project},
+			want: map[string]string{
+				GeneralPurpose: builtin, "shared": "from stoke",
+				"user-qwen": "from qwen", "qwen-claude": "from claude", "claude-stoke": "from stoke",
+				"only-qwen": "from qwen", "only-claude": "from claude", "only-stoke": "from stoke",
+			},
+		},
+		{
+			name: "nothing but the built-ins",
+			opts: LoadOptions{},
+			want: map[string]string{GeneralPurpose: builtin},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, warnings := LoadDefinitions(tt.opts)
+			if len(warnings) > 0 {
+				t.Errorf("warnings: %q", warnings)
+			}
+			got := make(map[string]string, len(c))
+			for name, d := range c {
+				got[name] = d.Prompt
+				if d.Name != name {
+					t.Errorf("catalog key %q holds definition %q", name, d.Name)
+				}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("prompts by name (-want +got):\n%s", diff)
+			}
+		})
+	}
+
+	c, _ := LoadDefinitions(LoadOptions{ProjectDir: project, UserStokeHome: home})
+	if got, want := c["qwen-claude"].Source, filepath.Join(dirs["claude"], "renamed.md"); got != want {
+		t.Errorf("Source = %q; want %q", got, want)
+	}
+	if got := c["shared"].SystemPrompt(); got != "from stoke\n\nAgent type: shared." {
+		t.Errorf("SystemPrompt = %q", got)
+	}
+}
+
+func TestLoadDefinitionsWarnings(t *testing.T) {
+	t.Parallel()
+	project := t.TempDir()
+	dir := filepath.Join(project, ".stoke", "agents")
+	writeDefFile(t, dir, "a-good.md", defFile("good", "fine"))
+	writeDefFile(t, dir, "b-dup.md", defFile("good", "second"))
+	writeDefFile(t, dir, "c-bad-yaml.md", "---\nname: [oops\n---\nx\n")
+	writeDefFile(t, dir, "d-no-front-matter.md", "Just text.\n")
+	writeDefFile(t, dir, "e-no-name.md", "---\ndescription: x\n---\nx\n")
+	writeDefFile(t, dir, "f-bad-isolation.md", "---\nname: iso\nisolation: vm\n---\nx\n")
+	writeDefFile(t, dir, "g-also-good.md", defFile("also-good", "fine too"))
+	writeDefFile(t, dir, "i-name-not-a-string.md", "---\nname: {a: 1}\ndescription: [x]\n---\nx\n")
+	writeDefFile(t, dir, ".hidden.md", "not front matter")
+	writeDefFile(t, dir, "notes.txt", "not an agent")
+	if err := os.Mkdir(filepath.Join(dir, "subdir.md"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "missing"), filepath.Join(dir, "h-dangling.md")); err != nil {
+		t.Fatal(err)
+	}
+	// A malformed user file does not stop the project's files from loading.
+	home := filepath.Join(t.TempDir(), ".stoke")
+	writeDefFile(t, filepath.Join(home, "agents"), "broken.md", "---\nname: x\n")
+
+	prefixes := []string{
+		filepath.Join(home, "agents", "broken.md") + ": front matter is not closed",
+		filepath.Join(dir, "b-dup.md") + `: name "good" is already defined by ` + filepath.Join(dir, "a-good.md"),
+		filepath.Join(dir, "c-bad-yaml.md") + ": front matter: yaml:",
+		filepath.Join(dir, "d-no-front-matter.md") + ": no front matter",
+		filepath.Join(dir, "e-no-name.md") + ": front matter has no name",
+		filepath.Join(dir, "f-bad-isolation.md") + `: isolation "vm"`,
+		filepath.Join(dir, "h-dangling.md") + ": read:",
+		filepath.Join(dir, "i-name-not-a-string.md") + ": front matter: yaml: unmarshal errors: line 2:",
+	}
+	for run := range 2 { // the same files give the same result
+		c, warnings := LoadDefinitions(LoadOptions{ProjectDir: project, UserStokeHome: home})
+		if len(warnings) != len(prefixes) {
+			t.Fatalf("run %d: %d warnings; want %d:\n%s", run, len(warnings), len(prefixes), strings.Join(warnings, "\n"))
+		}
+		for i, p := range prefixes {
+			if !strings.HasPrefix(warnings[i], p) || !strings.HasSuffix(warnings[i], "; skipped") || strings.Contains(warnings[i], "\n") {
+				t.Errorf("run %d: warning %d = %q; want one line starting %q", run, i, warnings[i], p)
+			}
+		}
+		if diff := cmp.Diff([]string{"also-good", GeneralPurpose, "good"}, c.Names()); diff != "" {
+			t.Errorf("run %d: names (-want +got):\n%s", run, diff)
+		}
+		if c["good"].Prompt != "fine" {
+			t.Errorf("run %d: the first file of a name must win, got prompt %q", run, c["good"].Prompt)
+		}
+	}
+}
+
+func TestLoadDefinitionsReadsADirectoryOnce(t *testing.T) {
+	t.Parallel()
+	// The project is the home directory, so $STOKE_HOME/agents is also <project>/.stoke/agents.
+	home := t.TempDir()
+	writeDefFile(t, filepath.Join(home, ".stoke", "agents"), "bad.md", "no front matter")
+	writeDefFile(t, filepath.Join(home, ".stoke", "agents"), "ok.md", defFile("ok", "fine"))
+	c, warnings := LoadDefinitions(LoadOptions{ProjectDir: home, UserStokeHome: filepath.Join(home, ".stoke")})
+	if len(warnings) != 1 {
+		t.Errorf("warnings = %q; want one", warnings)
+	}
+	if _, err := c.Lookup("ok"); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestDefinitionWithParentMode(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		own, parent string
+		want        bool
+	}{
+		{"", "plan", false},
+		{"", "yolo", false},
+		{"plan", "default", false},
+		{"default", "default", false},
+		{"default", "", false},
+		{"auto-edit", "", true},
+		{"auto-edit", "default", true},
+		{"auto-edit", "auto-edit", false},
+		{"auto-edit", "yolo", false},
+		{"yolo", "auto-edit", true},
+		{"default", "plan", true},
+		{"plan", "yolo", false},
+		{"default", "unknown-parent", true},
+		{"unknown-own", "yolo", true},
+	}
+	for _, tt := range tests {
+		d := Definition{Name: "x", ApprovalMode: tt.own, RaisesApproval: !tt.want}
+		got := d.WithParentMode(tt.parent)
+		if got.RaisesApproval != tt.want {
+			t.Errorf("own %q, parent %q: RaisesApproval = %v; want %v", tt.own, tt.parent, got.RaisesApproval, tt.want)
+		}
+		if got.Resident() == tt.want {
+			t.Errorf("own %q, parent %q: Resident = %v", tt.own, tt.parent, got.Resident())
+		}
+		if d.RaisesApproval != !tt.want {
+			t.Error("WithParentMode changed its receiver")
+		}
+	}
+}
+
+func TestCatalogLookupDefaultsAndErrors(t *testing.T) {
+	t.Parallel()
+	c := NewCatalog(append(BuiltinDefinitions(), Definition{Name: "reviewer", Prompt: "first"}, Definition{Name: "reviewer", Prompt: "second"})...)
+	if d, err := c.Lookup(""); err != nil || d.Name != GeneralPurpose {
+		t.Errorf("Lookup(\"\") = %q, %v; want %s", d.Name, err, GeneralPurpose)
+	}
+	if d, _ := c.Lookup("reviewer"); d.Prompt != "second" {
+		t.Errorf("a later definition must replace an earlier one; got %q", d.Prompt)
+	}
+	_, err := c.Lookup("nope")
+	if err == nil || !strings.Contains(err.Error(), "available types: general-purpose, reviewer") {
+		t.Errorf("Lookup(nope) error = %v", err)
+	}
+}
