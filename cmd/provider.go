@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/llm/anthropic"
 	"github.com/stoke-cli/stoke/agents/llm/openai"
 	"github.com/stoke-cli/stoke/agents/llm/scripted"
 )
@@ -18,7 +19,8 @@ const (
 )
 
 const (
-	defaultOpenAIModel = "gpt-4o-mini"
+	defaultOpenAIModel    = "gpt-4o-mini"
+	defaultAnthropicModel = "claude-sonnet-4-5"
 	// openAIMaxRetries is how often a failed request is retried before the stream starts.
 	openAIMaxRetries = 2
 	// openAIRequestTimeout bounds one HTTP attempt, streamed body included.
@@ -59,8 +61,21 @@ func newModel(cfg *Config, cwd string) (llm.Model, error) {
 		}
 		return m, nil
 	case providerAnthropic:
-		// TODO(anthropic provider): build agents/llm/anthropic here.
-		return nil, usageErrorf("provider anthropic is not available in this build yet")
+		name := cfg.Model
+		if name == "" {
+			name = defaultAnthropicModel
+		}
+		m, err := anthropic.New(anthropic.Config{
+			APIKey:         cfg.APIKey,
+			BaseURL:        cfg.BaseURL,
+			Model:          name,
+			MaxRetries:     openAIMaxRetries,
+			RequestTimeout: openAIRequestTimeout,
+		})
+		if err != nil {
+			return nil, err
+		}
+		return m, nil
 	default:
 		return nil, usageErrorf("unknown provider %q: want one of %s", cfg.Provider,
 			strings.Join([]string{providerOpenAI, providerAnthropic, providerScripted}, ", "))

@@ -103,7 +103,7 @@ func TestUsageErrors(t *testing.T) {
 		{name: "unknown provider", args: []string{"-p", "x", "--provider", "gemini"}, want: `invalid --provider "gemini": want one of openai, anthropic, scripted`},
 		{name: "unknown provider from env", args: []string{"-p", "x"}, want: "(from STOKE_PROVIDER)",
 			setup: func(_ *testing.T, p *testProcess) { p.env["STOKE_PROVIDER"] = "gemini" }},
-		{name: "anthropic not built yet", args: []string{"-p", "x", "--provider", "anthropic"}, want: "provider anthropic is not available in this build yet"},
+		{name: "anthropic without key", args: []string{"-p", "x", "--provider", "anthropic"}, want: "set ANTHROPIC_API_KEY"},
 		{name: "bad approval mode", args: []string{"-p", "x", "--approval-mode", "sometimes"}, want: `invalid --approval-mode "sometimes": want one of plan, default, auto-edit, yolo`},
 		{name: "bad approval mode from project settings", args: []string{"-p", "x"}, want: "settings.yaml",
 			setup: func(t *testing.T, p *testProcess) { p.projectSettings(t, "approval-mode: always\n") }},
