@@ -1,0 +1,177 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/stoke-cli/stoke/agents/llm"
+)
+
+// Mode is an approval mode: how far the agent may act without asking anyone.
+//
+//	mode       read  edit  exec   (read: read_file glob grep; edit: write_file edit; exec: shell)
+//	plan       yes   no    no     read-only; never asks an Approver
+//	default    yes   ask   ask    a headless run has nobody to ask unless an Approver is set
+//	auto-edit  yes   yes   ask
+//	yolo       yes   yes   yes
+//
+// Every mode offers every tool, so the model sees what exists (as Claude Code's plan mode
+// does); a call the mode does not allow is refused with a tool error that names the
+// --approval-mode value that would allow it, or put to the Approver when one is set.
+type Mode string
+
+// The approval modes, from least to most permissive.
+const (
+	ModePlan     Mode = "plan"
+	ModeDefault  Mode = "default"
+	ModeAutoEdit Mode = "auto-edit"
+	ModeYolo     Mode = "yolo"
+)
+
+// Modes returns the approval modes, from least to most permissive.
+func Modes() []Mode { return []Mode{ModePlan, ModeDefault, ModeAutoEdit, ModeYolo} }
+
+// ParseMode parses an --approval-mode value. Besides stoke's names it accepts Claude Code's
+// permission modes (acceptEdits is auto-edit, bypassPermissions is yolo); the empty string is
+// the default mode.
+func ParseMode(s string) (Mode, error) {
+	switch s {
+	case "", "default":
+		return ModeDefault, nil
+	case "plan":
+		return ModePlan, nil
+	case "auto-edit", "acceptEdits":
+		return ModeAutoEdit, nil
+	case "yolo", "bypassPermissions":
+		return ModeYolo, nil
+	}
+	return "", fmt.Errorf("%w %q: want plan, default, auto-edit or yolo", ErrUnknownMode, s)
+}
+
+// Rank orders the modes by what they allow: plan 0 < default 1 < auto-edit 2 < yolo 3. An
+// unknown mode ranks -1.
+func (m Mode) Rank() int {
+	switch m {
+	case ModePlan:
+		return 0
+	case ModeDefault:
+		return 1
+	case ModeAutoEdit:
+		return 2
+	case ModeYolo:
+		return 3
+	}
+	return -1
+}
+
+// Allows reports whether a call of the given kind runs without asking anyone.
+func (m Mode) Allows(k Kind) bool {
+	switch k {
+	case KindRead:
+		return m.Rank() >= 0
+	case KindEdit:
+		return m.Rank() >= ModeAutoEdit.Rank()
+	case KindExec:
+		return m == ModeYolo
+	}
+	return false
+}
+
+// Kind is what a tool call does, as far as approval is concerned.
+type Kind int
+
+// The kinds of tool call.
+const (
+	KindRead Kind = iota // reads the workspace: read_file, glob, grep
+	KindEdit             // changes files: write_file, edit
+	KindExec             // runs commands: shell
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindRead:
+		return "read"
+	case KindEdit:
+		return "edit"
+	case KindExec:
+		return "exec"
+	}
+	return fmt.Sprintf("Kind(%d)", int(k))
+}
+
+// Approver decides calls the approval mode does not allow by itself, in place of refusing
+// them: a later --permission-prompt-tool puts them to a host. It is never asked in plan mode,
+// which stays read-only.
+type Approver interface {
+	// Approve is called once per such call, from the goroutine running the call, possibly
+	// for several calls at once; it must return when ctx is cancelled (then refusing).
+	// allow runs the call; updatedInput, when not nil, replaces the call's arguments (the
+	// tool checks them again); reason is shown to the model when the call is refused.
+	Approve(ctx context.Context, call Call, kind Kind) (allow bool, updatedInput json.RawMessage, reason string)
+}
+
+// ApproverFunc adapts a function to an Approver.
+type ApproverFunc func(ctx context.Context, call Call, kind Kind) (bool, json.RawMessage, string)
+
+// Approve implements Approver.
+func (f ApproverFunc) Approve(ctx context.Context, call Call, kind Kind) (bool, json.RawMessage, string) {
+	return f(ctx, call, kind)
+}
+
+// Denial records one refused call, for the result line's permission_denials.
+type Denial struct {
+	Call   Call
+	Kind   Kind
+	Reason string
+}
+
+// gate is the one place approval is decided: it wraps a tool of a known kind.
+type gate struct {
+	tool     Tool
+	kind     Kind
+	mode     Mode
+	approver Approver
+	onDenial func(Denial)
+}
+
+func (g gate) Spec() llm.ToolSpec { return g.tool.Spec() }
+
+func (g gate) Run(ctx context.Context, call Call) Result {
+	if g.mode.Allows(g.kind) {
+		return g.tool.Run(ctx, call)
+	}
+	reason := refusal(g.mode, g.kind, call.Name)
+	if g.approver != nil && g.mode != ModePlan {
+		allow, updated, why := g.approver.Approve(ctx, call, g.kind)
+		if allow && ctx.Err() == nil {
+			if updated != nil {
+				call.Input = updated
+			}
+			return g.tool.Run(ctx, call)
+		}
+		if why = strings.TrimSpace(why); why != "" {
+			reason = fmt.Sprintf("%s was not approved: %s", call.Name, why)
+		} else {
+			reason = fmt.Sprintf("%s was not approved", call.Name)
+		}
+	}
+	if g.onDenial != nil {
+		g.onDenial(Denial{Call: call, Kind: g.kind, Reason: reason})
+	}
+	return Result{Content: reason, IsError: true}
+}
+
+// refusal is the message the model sees when mode refuses a call of kind k.
+func refusal(mode Mode, k Kind, name string) string {
+	if mode == ModePlan {
+		return fmt.Sprintf("%s is not allowed in plan mode, which is read-only: read and search the workspace, then present your plan instead of changing anything", name)
+	}
+	flag := "--approval-mode auto-edit (or yolo)"
+	what := "file edits"
+	if k == KindExec {
+		flag, what = "--approval-mode yolo", "shell commands"
+	}
+	return fmt.Sprintf("%s needs approval, and nobody can approve it in this headless run (approval mode %s); it is refused. Rerun with %s to allow %s, or continue without it", name, mode, flag, what)
+}

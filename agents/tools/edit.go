@@ -1,0 +1,156 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+
+	"github.com/stoke-cli/stoke/agents/llm"
+)
+
+const editDescription = `Edit a text file of the workspace by exact string replacement.
+- old_string must match the file exactly, whitespace and indentation included, and exactly once: include enough surrounding lines to make it unique, or set replace_all to replace every occurrence.
+- Read the file first; copy old_string from it without the line-number prefix.
+- An empty old_string creates a new file holding new_string.`
+
+type editTool struct{ w *Workspace }
+
+func (t editTool) Spec() llm.ToolSpec {
+	return llm.ToolSpec{
+		Name:        NameEdit,
+		Description: editDescription,
+		Parameters: json.RawMessage(`{"type":"object","properties":{` +
+			`"file_path":{"type":"string","minLength":1,"description":"The file to edit: relative to the workspace root, or absolute inside it."},` +
+			`"old_string":{"type":"string","description":"The exact text to replace."},` +
+			`"new_string":{"type":"string","description":"The text to put in its place (must differ from old_string)."},` +
+			`"replace_all":{"type":"boolean","default":false,"description":"Replace every occurrence of old_string, not just one."}` +
+			`},"required":["file_path","old_string","new_string"],"additionalProperties":false}`),
+	}
+}
+
+func (t editTool) Run(ctx context.Context, call Call) Result {
+	var args struct {
+		FilePath   string  `json:"file_path"`
+		OldString  *string `json:"old_string"`
+		NewString  *string `json:"new_string"`
+		ReplaceAll bool    `json:"replace_all"`
+	}
+	if err := decodeArgs(call, &args); err != nil {
+		return Errorf("%v", err)
+	}
+	switch {
+	case args.FilePath == "":
+		return missing(NameEdit, "file_path")
+	case args.OldString == nil:
+		return missing(NameEdit, "old_string")
+	case args.NewString == nil:
+		return missing(NameEdit, "new_string")
+	}
+	old, repl := *args.OldString, *args.NewString
+	if old == repl {
+		return Errorf("%s: old_string and new_string are the same; there is nothing to change", NameEdit)
+	}
+	abs, err := t.w.Resolve(args.FilePath)
+	if err != nil {
+		return Errorf("%s: %v", NameEdit, err)
+	}
+	shown := t.w.display(abs)
+	t.w.edits.Lock()
+	defer t.w.edits.Unlock()
+	if err := ctx.Err(); err != nil {
+		return Errorf("%s: cancelled: %v", NameEdit, context.Cause(ctx))
+	}
+	root, err := t.w.open()
+	if err != nil {
+		return Errorf("%s: %v", NameEdit, err)
+	}
+	defer root.Close()
+	name := t.w.relName(abs)
+
+	fi, err := root.Stat(name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && old == "":
+		if _, err := writeFile(root, name, []byte(repl)); err != nil {
+			return fileError(NameEdit, shown, err)
+		}
+		return Result{Content: fmt.Sprintf("created %s (%d bytes)", shown, len(repl))}
+	case err != nil:
+		return fileError(NameEdit, shown, err)
+	case fi.IsDir():
+		return Errorf("%s: %s is a directory, not a file", NameEdit, shown)
+	case !fi.Mode().IsRegular():
+		return Errorf("%s: %s is not a regular file (%v)", NameEdit, shown, fi.Mode().Type())
+	}
+	data, err := root.ReadFile(name)
+	if err != nil {
+		return fileError(NameEdit, shown, err)
+	}
+	if isBinary(data) {
+		return Errorf("%s: %s is a binary file; only text files can be edited", NameEdit, shown)
+	}
+	text := string(data)
+	if old == "" {
+		if text != "" {
+			return Errorf("%s: %s exists and is not empty; an empty old_string only creates a file. Give the text to replace, or use write_file to replace the whole file", NameEdit, shown)
+		}
+		if _, err := writeFile(root, name, []byte(repl)); err != nil {
+			return fileError(NameEdit, shown, err)
+		}
+		return Result{Content: fmt.Sprintf("wrote %s (%d bytes)", shown, len(repl))}
+	}
+
+	n := strings.Count(text, old)
+	if n == 0 && strings.Contains(text, "\r\n") && strings.Contains(old, "\n") && !strings.Contains(old, "\r\n") {
+		// The model sees lines without their \r; match the file's line endings.
+		crlf := strings.NewReplacer("\n", "\r\n")
+		old, repl = crlf.Replace(old), crlf.Replace(repl)
+		n = strings.Count(text, old)
+	}
+	switch {
+	case n == 0:
+		return Errorf("%s: old_string was not found in %s (0 matches); it must match the file exactly, whitespace and indentation included. Read the file again to see its current content", NameEdit, shown)
+	case n > 1 && !args.ReplaceAll:
+		return Errorf("%s: old_string occurs %d times in %s; it must match exactly once. Include more surrounding lines to make it unique, or set replace_all to replace all %d", NameEdit, n, shown, n)
+	}
+	at := strings.Index(text, old)
+	replaced := strings.Replace(text, old, repl, -1)
+	if !args.ReplaceAll {
+		replaced = text[:at] + repl + text[at+len(old):]
+	}
+	if _, err := writeFile(root, name, []byte(replaced)); err != nil {
+		return fileError(NameEdit, shown, err)
+	}
+	var b strings.Builder
+	if n == 1 {
+		fmt.Fprintf(&b, "replaced 1 occurrence in %s; the lines around it now read:\n", shown)
+	} else {
+		fmt.Fprintf(&b, "replaced %d occurrences in %s; the lines around the first now read:\n", n, shown)
+	}
+	snippet(&b, replaced, at, len(repl), t.w.limits.LineChars)
+	return Result{Content: strings.TrimSuffix(b.String(), "\n")}
+}
+
+// snippet writes, numbered, the lines of text around text[at:at+n] (the new text): up to
+// three before and after, and at most 20 of the new text itself.
+func snippet(b *strings.Builder, text string, at, n, lineChars int) {
+	const around, most = 3, 20
+	first := strings.Count(text[:at], "\n") + 1
+	span := strings.Count(text[at:at+n], "\n") + 1
+	from := max(first-around, 1)
+	to := first + min(span, most) - 1 + around
+	lines := strings.Split(text, "\n")
+	for i := from; i <= to && i <= len(lines); i++ {
+		if i == len(lines) && lines[i-1] == "" {
+			break // after the final newline
+		}
+		line, cut := cutRunes([]byte(strings.TrimSuffix(lines[i-1], "\r")), lineChars)
+		s := validText(string(line))
+		if cut {
+			s += " [… cut]"
+		}
+		numbered(b, i, s)
+	}
+}
