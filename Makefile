@@ -6,17 +6,18 @@ BIN     := bin/stoke
 PKGS    := ./...
 FUZZTIME ?= 3s
 
-.PHONY: all build test unit e2e fuzz bench demo lint clean
+.PHONY: all build test unit e2e sdk-deps sdk-test fuzz bench demo lint clean
 
 all: build
 
 build:
 	$(GO) build -o $(BIN) .
 
-# Everything CI runs: vet, staticcheck, the race-enabled tests of every package (e2e
-# included), and short fuzz runs of the readers of untrusted input.
-test: lint
-	$(GO) test -race -count=1 -shuffle=on $(PKGS)
+# Everything CI runs: vet, staticcheck, the Claude Agent SDK suite, the race-enabled tests
+# of every other package (e2e included), and short fuzz runs of the readers of untrusted
+# input.
+test: lint sdk-test
+	$(GO) test -race -count=1 -shuffle=on $$($(GO) list $(PKGS) | grep -v /e2e/sdk$$)
 	$(MAKE) fuzz
 
 unit:
@@ -24,6 +25,23 @@ unit:
 
 e2e:
 	$(GO) test -race -count=1 ./e2e/...
+
+# The Claude Agent SDK suite (e2e/sdk): node's test runner drives the built stoke through
+# the official @anthropic-ai/claude-agent-sdk, installed from the npm registry into
+# e2e/sdk/node_modules at the version package-lock.json pins (again only when the lock
+# changes). Needs node 20+ and npm; the SDK's optional native Claude Code binary is not
+# downloaded.
+SDK_DIR   := e2e/sdk
+SDK_STAMP := $(SDK_DIR)/node_modules/.stoke-installed
+
+$(SDK_STAMP): $(SDK_DIR)/package.json $(SDK_DIR)/package-lock.json
+	cd $(SDK_DIR) && npm ci --omit=optional --no-audit --no-fund
+	touch $@
+
+sdk-deps: $(SDK_STAMP)
+
+sdk-test: sdk-deps
+	$(GO) test -race -count=1 ./$(SDK_DIR)/
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecoder$$' -fuzztime $(FUZZTIME) ./streamjson

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stoke-cli/stoke/agents/hooks"
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/streamjson"
 )
@@ -19,6 +20,8 @@ type controller struct {
 	id TaskID
 	rt *Runtime
 	tr *Transcript
+	// wt is the isolated worktree of the current turn (a fresh launch of an isolated type).
+	wt *Worktree
 
 	// cancel cancels the active turn (nil when idle).
 	cancel        context.CancelCauseFunc
@@ -37,9 +40,10 @@ type controller struct {
 
 // turnState is what one turn records while it ends.
 type turnState struct {
-	n         int
-	committed bool
-	row       Row // the row as committed at completion
+	n            int
+	continuation string
+	committed    bool
+	row          Row // the row as committed at completion
 }
 
 type turn struct {
@@ -83,9 +87,11 @@ func (r *Registry) runTurn(ctx context.Context, c *controller, e *entry, t turn)
 	defer r.wg.Done()
 	r.mu.Lock()
 	c.turnToolUseID, c.turnStart = t.toolUseID, r.cfg.Now()
-	c.cur = &turnState{n: t.n}
+	c.cur = &turnState{n: t.n, continuation: t.continuation}
 	row := e.row
+	in := r.hookInput(c, e)
 	r.mu.Unlock()
+	r.runHooks(ctx, hooks.SubagentStart, e.def, in)
 
 	ev := streamjson.NewTaskStarted()
 	ev.TaskID, ev.RunID, ev.ToolUseID = string(c.id), fmt.Sprintf("%s#%d", c.id, t.n), t.toolUseID
@@ -140,7 +146,7 @@ func (r *Registry) revive(c *controller, e *entry) error {
 	if err != nil {
 		return fmt.Errorf("revive %s: %w", c.id, err)
 	}
-	rt := r.newRuntime(c, e, def, tr, RepairDangling(loaded.Messages))
+	rt := r.newRuntime(c, e, def, tr, RepairDangling(loaded.Messages), "")
 	r.mu.Lock()
 	c.tr, c.rt = tr, rt
 	r.mu.Unlock()
@@ -205,14 +211,15 @@ func (r *Registry) completeLocked(e *entry, c *controller, final string) {
 // what the turn held.
 func (r *Registry) finishTurn(c *controller, e *entry, t turn, res TurnResult) {
 	usage := streamjson.TaskUsage{TotalTokens: res.Stats.Usage.Total(), ToolUses: res.Stats.ToolUses, DurationMS: res.Stats.Duration.Milliseconds()}
+	worktree := r.finalizeWorktree(c)
 	r.mu.Lock()
 	var row Row
 	completed := c.cur != nil && c.cur.committed && res.Reason == ReasonCompleted
 	if completed {
 		row = c.cur.row
-		row.LastOutcome.Usage = usage
+		row.LastOutcome.Usage, row.LastOutcome.Worktree = usage, worktree
 		if e.row.Turn == t.n {
-			e.row.LastOutcome.Usage = usage
+			e.row.LastOutcome.Usage, e.row.LastOutcome.Worktree = usage, worktree
 		}
 	} else {
 		// No later turn can have been scheduled: that needs a completed row.
@@ -227,7 +234,7 @@ func (r *Registry) finishTurn(c *controller, e *entry, t turn, res TurnResult) {
 		}
 		e.row.Status, e.row.UpdatedAt, e.row.EndedAt = status, now, now
 		e.row.Interrupted = interrupted
-		e.row.LastOutcome = Outcome{Text: res.FinalText, Reason: res.Reason, Error: errText, Interrupted: interrupted, Usage: usage}
+		e.row.LastOutcome = Outcome{Text: res.FinalText, Reason: res.Reason, Error: errText, Interrupted: interrupted, Usage: usage, Worktree: worktree}
 		if c.tr != nil {
 			_ = c.tr.Write(Record{Type: RecordTurn, Turn: t.n, Status: string(status), Summary: res.FinalText})
 			_ = c.tr.Sync()
@@ -265,6 +272,26 @@ func (r *Registry) finishTurn(c *controller, e *entry, t turn, res TurnResult) {
 	}
 }
 
+// finalizeWorktree ends the isolated worktree of the turn that just ran, if it had one, and
+// says what became of it.
+func (r *Registry) finalizeWorktree(c *controller) string {
+	r.mu.Lock()
+	wt := c.wt
+	c.wt = nil
+	r.mu.Unlock()
+	if wt == nil {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	note, err := wt.Finalize(ctx)
+	if err != nil {
+		r.cfg.Logger.Warn("finalize worktree", "task_id", c.id, "path", wt.Path, "err", err)
+		return fmt.Sprintf("The worktree at %s could not be finalized: %v", wt.Path, err)
+	}
+	return note
+}
+
 // notify emits task_notification and, for a background turn, hands the parent its
 // <task-notification> message.
 func (r *Registry) notify(c *controller, t turn, row Row) {
@@ -299,6 +326,9 @@ func NotificationText(row Row, toolUseID, status string) string {
 		summary += " It was cancelled before it finished; the result holds its partial findings."
 	} else if row.LastOutcome.Error != "" {
 		summary += " Error: " + row.LastOutcome.Error
+	}
+	if row.LastOutcome.Worktree != "" {
+		summary += " " + row.LastOutcome.Worktree
 	}
 	fmt.Fprintf(&b, "<summary>%s</summary>\n", summary)
 	fmt.Fprintf(&b, "<result>%s</result>\n", row.LastOutcome.Text)

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sort"
 	"sync"
 	"time"
 
+	"github.com/stoke-cli/stoke/agents/hooks"
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/streamjson"
@@ -36,6 +38,8 @@ type Outcome struct {
 	Error       string               `json:"error,omitempty"`
 	Interrupted bool                 `json:"interrupted"`
 	Usage       streamjson.TaskUsage `json:"usage"`
+	// Worktree says what became of the turn's isolated worktree, when it had one.
+	Worktree string `json:"worktree,omitempty"`
 }
 
 // Row is a task's plain, serializable record.
@@ -84,8 +88,13 @@ type RegistryConfig struct {
 	Emit func(streamjson.Event)
 	// Notify delivers a <task-notification> message to the parent. Safe for concurrent use.
 	Notify func(llm.Message)
-	// SubagentTools returns the tool set prepared for a new runtime of def.
-	SubagentTools func(def Definition) *tools.Set
+	// SubagentTools returns the tool set prepared for a new runtime of def, working in root
+	// (a worktree) or, when root is empty, in the session's working directory.
+	SubagentTools func(def Definition, root string) *tools.Set
+	// Hooks are the command hooks from settings; a definition's own hooks add to them.
+	Hooks hooks.Config
+	// HookRunner runs hooks; nil runs none.
+	HookRunner *hooks.Runner
 	// NewRuntime constructs runtimes (tests count constructions); nil means NewRuntime.
 	NewRuntime func(RuntimeConfig) *Runtime
 	// OnDispose is called once per disposed controller (tests).
@@ -225,7 +234,22 @@ func (r *Registry) Launch(ctx context.Context, req LaunchRequest) (Row, error) {
 		r.settleFailed(e, c, e.done, err)
 		return e.snapshot(&r.mu), err
 	}
-	rt := r.newRuntime(c, e, def, tr, nil)
+	var wt *Worktree
+	if def.Isolation == "worktree" {
+		if wt, err = NewWorktree(ctx, r.cfg.CWD, r.worktreeDir(), id, 1); err != nil {
+			if tr != nil {
+				_ = tr.Close()
+			}
+			r.settleFailed(e, c, e.done, err)
+			return e.snapshot(&r.mu), err
+		}
+	}
+	root := ""
+	if wt != nil {
+		root = wt.Path
+	}
+	c.wt = wt
+	rt := r.newRuntime(c, e, def, tr, nil, root)
 	t := turn{n: 1, instruction: req.Prompt, toolUseID: req.ToolUseID, continuation: streamjson.ContinuationFresh, background: req.Background, done: e.done}
 	// c is already visible to Resident, dispose and Shutdown: publish the runtime and
 	// start the turn in one critical section with the closed check, so that a concurrent
@@ -290,7 +314,7 @@ func (r *Registry) openTranscript(id TaskID, def Definition) (*Transcript, error
 	return tr, nil
 }
 
-func (r *Registry) newRuntime(c *controller, e *entry, def Definition, tr *Transcript, history []llm.Message) *Runtime {
+func (r *Registry) newRuntime(c *controller, e *entry, def Definition, tr *Transcript, history []llm.Message, root string) *Runtime {
 	model := r.cfg.ModelName
 	if def.Model != "" && def.Model != "inherit" {
 		model = def.Model
@@ -312,7 +336,17 @@ func (r *Registry) newRuntime(c *controller, e *entry, def Definition, tr *Trans
 			if r.cfg.SubagentTools == nil {
 				return tools.NewSet()
 			}
-			return r.cfg.SubagentTools(def)
+			return r.cfg.SubagentTools(def, root)
+		},
+		StopHook: func(ctx context.Context, final string, active bool) string {
+			r.mu.Lock()
+			in := r.hookInput(c, e)
+			r.mu.Unlock()
+			in.LastMessage, in.StopHookActive = final, active
+			if out := r.runHooks(ctx, hooks.SubagentStop, def, in); out.Block {
+				return out.Reason
+			}
+			return ""
 		},
 		MaxSteps: r.cfg.MaxSteps,
 		Inbox:    &entryInbox{r: r, e: e, c: c},
@@ -340,6 +374,60 @@ func (r *Registry) newRuntime(c *controller, e *entry, def Definition, tr *Trans
 		History: history,
 		Now:     r.cfg.Now,
 	})
+}
+
+// worktreeDir is where isolated agents' worktrees are made.
+func (r *Registry) worktreeDir() string {
+	if r.cfg.Dir != "" {
+		return filepath.Join(r.cfg.Dir, "worktrees")
+	}
+	return filepath.Join(os.TempDir(), "stoke-worktrees")
+}
+
+// hookInput is the common part of a hook's input for c's current turn. Call with r.mu held.
+func (r *Registry) hookInput(c *controller, e *entry) hooks.Input {
+	in := hooks.Input{SessionID: r.cfg.SessionID, CWD: r.cfg.CWD, TaskID: string(c.id),
+		SubagentType: e.row.SubagentType, Turn: e.row.Turn, TranscriptPath: e.row.Transcript}
+	if c.cur != nil {
+		in.Continuation = c.cur.continuation
+	}
+	return in
+}
+
+// runHooks runs the settings' and the definition's hooks for ev. Failures are logged, never
+// fatal.
+func (r *Registry) runHooks(ctx context.Context, ev hooks.Event, def Definition, in hooks.Input) hooks.Outcome {
+	hs := append(r.cfg.Hooks.For(ev, def.Name), def.Hooks.For(ev, def.Name)...)
+	if len(hs) == 0 || r.cfg.HookRunner == nil {
+		return hooks.Outcome{}
+	}
+	out, err := r.cfg.HookRunner.Run(ctx, ev, hs, in)
+	if err != nil {
+		r.cfg.Logger.Warn("hooks", "event", ev, "task_id", in.TaskID, "err", err)
+	}
+	for _, f := range out.Failures {
+		r.cfg.Logger.Warn("hook failed", "event", ev, "task_id", in.TaskID, "failure", f)
+	}
+	return out
+}
+
+// ReleaseResidents disposes every resident runtime of a task that is not running (the
+// workspace changed under them). Their rows stay completed; a later send_message revives
+// them from their transcripts.
+func (r *Registry) ReleaseResidents() int {
+	r.mu.Lock()
+	var cs []*controller
+	for id, c := range r.controllers {
+		if e := r.entries[id]; e != nil && e.row.Status != StatusRunning && c.cur == nil {
+			cs = append(cs, c)
+			delete(r.controllers, id)
+		}
+	}
+	r.mu.Unlock()
+	for _, c := range cs {
+		r.dispose(c)
+	}
+	return len(cs)
 }
 
 func (r *Registry) runningBackgroundLocked() int {

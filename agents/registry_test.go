@@ -43,7 +43,7 @@ func TestSequentialTurnsShareChatAndTools(t *testing.T) {
 		// Answer from the history: the nonce of the first instruction.
 		answer(yield, "seen: "+strings.Join(strings.Fields(messagesText(req.Messages)), " "))
 	}, func(c *RegistryConfig) {
-		c.SubagentTools = func(Definition) *tools.Set { return tools.NewSet(nopTool("probe")) }
+		c.SubagentTools = func(Definition, string) *tools.Set { return tools.NewSet(nopTool("probe")) }
 	})
 	id := h.launchBG("Remember NONCE-7F3A9")
 	h.collect(id)

@@ -87,6 +87,13 @@ type RuntimeConfig struct {
 	Decorate func(streamjson.Event)
 	// OnToolRound is called after each tool round with the stats so far.
 	OnToolRound func(Stats)
+	// StopHook, when set, is asked before the agent stops (the model answered without tool
+	// calls). A non-empty answer is appended as a user message and the turn goes on;
+	// active tells whether the hook already made this turn go on once.
+	StopHook func(ctx context.Context, final string, active bool) (goOn string)
+	// OnModelEvent, when set, sees every event of every model call as it streams (text
+	// deltas, tool calls, done), from the goroutine running Execute; it must not block.
+	OnModelEvent func(llm.Event)
 	// History seeds the chat (transcript revival). The runtime owns the slice afterwards.
 	History []llm.Message
 	// Now is the clock; nil means time.Now.
@@ -180,6 +187,7 @@ func (r *Runtime) loop(ctx context.Context, instruction llm.Message) TurnResult 
 	if err := r.add(instruction); err != nil {
 		return finish(ReasonError, err)
 	}
+	stopHookActive := false
 	for step := 0; ; step++ {
 		if err := context.Cause(ctx); err != nil && ctx.Err() != nil {
 			return finish(ReasonCancelled, err)
@@ -206,6 +214,17 @@ func (r *Runtime) loop(ctx context.Context, instruction llm.Message) TurnResult 
 		}
 		uses := reply.ToolUses()
 		if len(uses) == 0 {
+			if r.cfg.StopHook != nil && ctx.Err() == nil {
+				if goOn := r.cfg.StopHook(ctx, reply.Text(), stopHookActive); goOn != "" {
+					// A Stop hook asked the agent to go on: the same instruction continues,
+					// so the statistics keep adding up.
+					stopHookActive = true
+					if err := r.add(llm.UserText(goOn)); err != nil {
+						return finish(ReasonError, err)
+					}
+					continue
+				}
+			}
 			if r.cfg.Inbox != nil {
 				if more := r.cfg.Inbox.Settle(reply.Text()); len(more) > 0 {
 					for _, m := range more {
@@ -289,6 +308,9 @@ func (r *Runtime) call(ctx context.Context, partial *string) (llm.Message, error
 				*partial = text.String()
 			}
 			return llm.Message{}, fmt.Errorf("model call: %w", err)
+		}
+		if r.cfg.OnModelEvent != nil {
+			r.cfg.OnModelEvent(ev)
 		}
 		switch ev.Kind {
 		case llm.EventTextDelta:

@@ -124,6 +124,9 @@ func formatOutcome(row Row) tools.Result {
 		fmt.Fprintf(&b, "error: %s\n", o.Error)
 	}
 	fmt.Fprintf(&b, "<task_result>\n%s\n</task_result>", o.Text)
+	if o.Worktree != "" {
+		fmt.Fprintf(&b, "\n%s", o.Worktree)
+	}
 	return tools.Result{Content: b.String(), IsError: row.Status == StatusFailed}
 }
 

@@ -257,7 +257,7 @@ func TestRevivalRebuildsResidentChat(t *testing.T) {
 		}
 	}, func(c *RegistryConfig) {
 		c.Catalog = NewCatalog(append(BuiltinDefinitions(), hooked)...)
-		c.SubagentTools = func(Definition) *tools.Set {
+		c.SubagentTools = func(Definition, string) *tools.Set {
 			return tools.NewSet(tools.Func{
 				ToolSpec: llm.ToolSpec{Name: "slow", Parameters: json.RawMessage(`{"type":"object"}`)},
 				Fn: func(ctx context.Context, _ tools.Call) tools.Result {

@@ -18,6 +18,8 @@ import (
 	"github.com/spf13/viper"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/stoke-cli/stoke/agents/hooks"
+	"github.com/stoke-cli/stoke/agents/llm/price"
 	"github.com/stoke-cli/stoke/headless"
 )
 
@@ -69,6 +71,11 @@ type Config struct {
 	SessionID string `mapstructure:"session-id"`
 	Bare      bool   `mapstructure:"bare"`
 
+	// Structured settings-file values, merged entry by entry across files (never through
+	// viper, whose key paths would split model names like gpt-4.1 at the dot).
+	Prices map[string]price.Price `mapstructure:"-"`
+	Hooks  hooks.Config           `mapstructure:"-"`
+
 	// sources names, per key, where the value in use came from: "--model", "STOKE_MODEL",
 	// a settings file path. Keys left at their defaults are absent.
 	sources map[string]string
@@ -106,6 +113,9 @@ const (
 	kindInt
 	kindBool
 	kindDuration
+	// kindMap is a structured settings-file value (prices, hooks): no flag, no environment
+	// variable; entries of a later file replace same-named entries of an earlier one.
+	kindMap
 )
 
 // setting is one configuration key.
@@ -141,6 +151,8 @@ func settings() []setting {
 		{key: "verbose", kind: kindBool, flag: true, def: false},
 		{key: "debug", kind: kindBool, flag: true, def: false},
 		{key: "log-level", kind: kindString},
+		{key: "prices", kind: kindMap},
+		{key: "hooks", kind: kindMap},
 	}
 }
 
@@ -199,6 +211,7 @@ func loadConfig(v *viper.Viper, in configInput) (*Config, []ignoredKey, error) {
 	if project := filepath.Join(in.cwd, ".stoke", settingsFile); !bare && project != files[0] {
 		files = append(files, project)
 	}
+	structured := map[string]map[string]any{}
 	for _, path := range files {
 		m, drop, err := readSettings(path, all)
 		if err != nil {
@@ -208,6 +221,15 @@ func loadConfig(v *viper.Viper, in configInput) (*Config, []ignoredKey, error) {
 		for k := range m {
 			sources[k] = path
 		}
+		for _, st := range all {
+			if sub, ok := m[st.key].(map[string]any); ok && st.kind == kindMap {
+				if structured[st.key] == nil {
+					structured[st.key] = map[string]any{}
+				}
+				maps.Copy(structured[st.key], sub)
+				delete(m, st.key)
+			}
+		}
 		if err := v.MergeConfigMap(m); err != nil {
 			return nil, nil, usageErrorf("settings file %s: %v", path, err)
 		}
@@ -215,6 +237,9 @@ func loadConfig(v *viper.Viper, in configInput) (*Config, []ignoredKey, error) {
 
 	env := make(map[string]any)
 	for _, s := range all {
+		if s.kind == kindMap {
+			continue // settings files only
+		}
 		name := envName(s.key)
 		val, ok := in.lookupEnv(name)
 		if !ok {
@@ -272,6 +297,19 @@ func loadConfig(v *viper.Viper, in configInput) (*Config, []ignoredKey, error) {
 	var cfg Config
 	if err := v.Unmarshal(&cfg); err != nil {
 		return nil, nil, usageErrorf("configuration: %v", err)
+	}
+	if p := structured["prices"]; p != nil {
+		data, _ := yaml.Marshal(p)
+		if err := yaml.Unmarshal(data, &cfg.Prices); err != nil {
+			return nil, nil, usageErrorf("settings: prices (from %s): %v", sources["prices"], err)
+		}
+	}
+	if hk := structured["hooks"]; hk != nil {
+		hc, err := hooks.ParseConfig(hk)
+		if err != nil {
+			return nil, nil, usageErrorf("settings: hooks (from %s): %v", sources["hooks"], err)
+		}
+		cfg.Hooks = hc
 	}
 	cfg.sources = sources
 	return &cfg, ignored, nil
@@ -337,6 +375,10 @@ func readSettings(path string, all []setting) (map[string]any, []ignoredKey, err
 // decoded as k.
 func checkValue(k kind, val any) error {
 	switch k {
+	case kindMap:
+		if _, ok := val.(map[string]any); !ok {
+			return errors.New("want a map")
+		}
 	case kindString:
 		switch val.(type) {
 		case map[string]any, []any:

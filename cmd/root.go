@@ -74,6 +74,7 @@ func Execute() int {
 func execute(ctx context.Context, deps *Deps, runF RunFunc, args []string) int {
 	root := NewRootCmd(deps, runF)
 	root.SetArgs(args)
+	allowSDKFlags(root, args, deps.ErrOut) // the Claude Agent SDK may pass flags stoke does not know
 	err := root.ExecuteContext(ctx)
 	if err != nil {
 		fmt.Fprintf(deps.ErrOut, "stoke: %s\n", oneLine(err.Error()))
@@ -153,6 +154,7 @@ api-key in a settings file.`,
 	})
 
 	addRunFlags(cmd.Flags())
+	addClaudeFlags(cmd.Flags())
 
 	cmd.AddCommand(NewCmdVersion(deps))
 	cmd.AddCommand(NewCmdSessions(deps, nil))

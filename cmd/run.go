@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/stoke-cli/stoke/agents/llm/price"
 	"github.com/stoke-cli/stoke/headless"
 )
 
@@ -26,6 +27,10 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, runF RunFunc
 	if err != nil {
 		return err
 	}
+	claude, err := applyClaudeFlags(flags, deps.LookupEnv) // before loadConfig: --permission-mode sets --approval-mode
+	if err != nil {
+		return err
+	}
 	cfg, ignored, err := loadConfig(deps.Viper, configInput{flags: flags, lookupEnv: deps.LookupEnv, cwd: cwd, home: home})
 	if err != nil {
 		return err
@@ -38,6 +43,7 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, runF RunFunc
 	for _, k := range ignored {
 		logger.Warn("settings key ignored", "file", k.file, "key", k.key, "reason", k.reason)
 	}
+	claude.log(logger)
 	if cfg.Scenario != "" && cfg.Provider != providerScripted {
 		logger.Warn("scenario ignored: it is used only by the scripted provider", "provider", cfg.Provider, "scenario", cfg.Scenario)
 	}
@@ -78,6 +84,12 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, runF RunFunc
 		MaxRetained:      maxRetained,
 		BackgroundAgents: !cfg.NoBackgroundAgents,
 		Bare:             cfg.Bare,
+		Prices:           price.Default().With(cfg.Prices),
+		Hooks:            cfg.Hooks,
+		SDK:              claude.sdk,
+	}
+	if claude.noPersistence && cfg.Resume == "" && !cfg.Continue {
+		opts.Home = "" // --no-session-persistence: nothing is written under $STOKE_HOME
 	}
 	logger.Debug("starting run", "session_id", sessionID, "cwd", cwd, "home", home, "config", cfg)
 	return runF(ctx, opts)

@@ -10,13 +10,15 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/stoke-cli/stoke/agents/hooks"
+	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/llm/openai"
 	"github.com/stoke-cli/stoke/agents/llm/scripted"
 	"github.com/stoke-cli/stoke/headless"
 )
 
 // ignoreWiring leaves out of comparisons the Options fields that are objects, not values.
-var ignoreWiring = cmpopts.IgnoreFields(headless.Options{}, "Stdin", "Stdout", "Logger", "Model")
+var ignoreWiring = cmpopts.IgnoreFields(headless.Options{}, "Stdin", "Stdout", "Logger", "Model", "Prices")
 
 func TestOptionsFromFlags(t *testing.T) {
 	t.Parallel()
@@ -237,5 +239,35 @@ func TestLogLevelFromEnvironment(t *testing.T) {
 	}
 	if got.opts.Logger.Enabled(t.Context(), slog.LevelWarn) || !got.opts.Logger.Enabled(t.Context(), slog.LevelError) {
 		t.Error("Options.Logger is not at error level")
+	}
+}
+
+// Structured settings: prices and hooks, merged entry by entry (project over home), with
+// model names that hold dots kept whole.
+func TestStructuredSettings(t *testing.T) {
+	t.Parallel()
+	p := newTestProcess(t)
+	p.homeSettings(t, "prices:\n  gpt-4.1-custom: {input: 1, output: 2}\n  other: {input: 9, output: 9}\n")
+	p.projectSettings(t, "prices:\n  other: {input: 3, output: 4}\nhooks:\n  SubagentStart:\n    - command: ./on-start.sh\n      timeout: 5s\n")
+	writeFile(t, filepath.Join(p.cwd, "s.yaml"), "rules:\n  - reply:\n      text: hello\n")
+	got := p.run(t, "-p", "x", "--scenario", "s.yaml")
+	if got.code != 0 {
+		t.Fatalf("code %d: %s", got.code, got.stderr)
+	}
+	u := llm.Usage{InputTokens: 1_000_000, OutputTokens: 1_000_000}
+	if c := got.opts.Prices.Cost("gpt-4.1-custom", u); c != 3 {
+		t.Errorf("cost of gpt-4.1-custom = %v, want 3 (home settings)", c)
+	}
+	if c := got.opts.Prices.Cost("other", u); c != 7 {
+		t.Errorf("cost of other = %v, want 7 (the project's entry wins)", c)
+	}
+	hs := got.opts.Hooks[hooks.SubagentStart]
+	if len(hs) != 1 || hs[0].Command != "./on-start.sh" || hs[0].Timeout != 5*time.Second {
+		t.Errorf("hooks = %+v", got.opts.Hooks)
+	}
+	bad := newTestProcess(t)
+	bad.projectSettings(t, "prices: 3\n")
+	if got := bad.run(t, "-p", "x", "--scenario", "s.yaml"); got.code != 2 || !strings.Contains(got.stderr, "prices") {
+		t.Errorf("bad prices: code %d, stderr %q", got.code, got.stderr)
 	}
 }

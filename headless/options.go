@@ -5,7 +5,9 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/stoke-cli/stoke/agents/hooks"
 	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/llm/price"
 )
 
 // Output formats.
@@ -64,6 +66,12 @@ type Options struct {
 	MaxRetained int
 	// BackgroundAgents turns background agents on (run_in_background in the task schema).
 	BackgroundAgents bool
+	// Hooks are the command hooks from the settings files.
+	Hooks hooks.Config
+	// Prices turn usage into total_cost_usd; the zero Table prices nothing.
+	Prices price.Table
 	// Bare skips project settings and the post-restore reminder.
 	Bare bool
+	// SDK holds the Claude Code options a Claude Agent SDK host passes (sdk.go).
+	SDK SDKOptions
 }

@@ -40,12 +40,21 @@ func Run(ctx context.Context, opts Options) error {
 		ctx, cancel = context.WithTimeoutCause(ctx, opts.Timeout, errTimeout)
 		defer cancel()
 	}
-	s, err := newSession(ctx, opts)
+	cp, err := startControl(ctx, &opts) // stream-json stdin; an initialize request is applied to opts
+	if err != nil {
+		return endedBeforeStart(err)
+	}
+	if cp != nil {
+		defer cp.close()
+	}
+	s, err := newSession(ctx, opts, cp)
 	if err != nil {
 		return err
 	}
 	defer s.close()
-	return s.run(ctx)
+	err = s.run(ctx)
+	s.endSDK()
+	return err
 }
 
 func withDefaults(o Options) Options {
@@ -91,6 +100,11 @@ type session struct {
 
 	mu    sync.Mutex
 	usage llm.Usage // every assistant line's usage, subagents included
+	cost  float64   // their cost, priced per line's model
+	// denials are the refused tool calls, for the result's permission_denials.
+	denials []any
+	// lastWorkspace is the workspace as the previous parent turn left it.
+	lastWorkspace *workspaceState
 
 	// per-run accounting of the parent
 	numTurns   int
@@ -98,14 +112,17 @@ type session struct {
 	lastText   string
 	lastStop   string
 	wroteFinal bool
+
+	sdk *sdkState // the SDK host's side: control requests, hooks, states (sdk.go)
 }
 
-func newSession(ctx context.Context, opts Options) (*session, error) {
+func newSession(ctx context.Context, opts Options, cp *controlPlane) (*session, error) {
 	dir, st, err := openSession(&opts)
 	if err != nil {
 		return nil, err
 	}
 	s := &session{opts: opts, start: time.Now(), dir: dir, created: time.Now()}
+	s.sdk = newSDKState(ctx, cp, opts)
 	evOut := io.Discard
 	if opts.OutputFormat == OutputStreamJSON {
 		evOut = opts.Stdout
@@ -129,6 +146,13 @@ func newSession(ctx context.Context, opts Options) (*session, error) {
 		}
 		s.store = tr
 	}
+	ws, wsOpts, err := s.newWorkspace()
+	if err != nil {
+		if s.store != nil {
+			_ = s.store.Close()
+		}
+		return nil, fmt.Errorf("%w: workspace: %w", ErrUsage, err)
+	}
 	s.reg = agents.NewRegistry(ctx, agents.RegistryConfig{
 		SessionID:        opts.SessionID,
 		Dir:              dir,
@@ -139,6 +163,10 @@ func newSession(ctx context.Context, opts Options) (*session, error) {
 		MaxRetained:      opts.MaxRetained,
 		BackgroundAgents: opts.BackgroundAgents,
 		MaxSteps:         200,
+		SubagentTools:    s.subagentTools(ws, wsOpts),
+		Hooks:            opts.Hooks,
+		HookRunner:       s.hookRunner(),
+		Catalog:          s.definitions(),
 		Emit:             s.emit,
 		Notify:           s.mb.Push,
 		Logger:           opts.Logger,
@@ -154,14 +182,15 @@ func newSession(ctx context.Context, opts Options) (*session, error) {
 			s.reminder = &r
 		}
 	}
-	parentTools := tools.NewSet(agents.TaskTools(s.reg)...)
+	wsTools := s.parentWorkspaceTools(ws) // --tools, --disallowedTools (sdk_approve.go)
+	parentTools := s.hookedTools(tools.NewSet(append(agents.TaskTools(s.reg), wsTools...)...))
 	var store agents.ChatStore
 	if s.store != nil {
 		store = s.store
 	}
-	s.parent = agents.NewRuntime(agents.RuntimeConfig{
+	s.parent = agents.NewRuntime(s.sdkParent(agents.RuntimeConfig{
 		Agent:     "parent",
-		System:    parentSystemPrompt,
+		System:    s.sdk.systemPrompt(parentSystemPrompt),
 		Model:     opts.Model,
 		ModelName: opts.ModelName,
 		Tools:     func() *tools.Set { return parentTools },
@@ -170,7 +199,8 @@ func newSession(ctx context.Context, opts Options) (*session, error) {
 		Store:     store,
 		Emit:      s.emit,
 		History:   history,
-	})
+		StopHook:  s.parentStopHook(),
+	}))
 
 	init := streamjson.NewInit()
 	init.CWD, init.Model, init.Tools = opts.CWD, opts.ModelName, parentTools.Names()
@@ -178,6 +208,9 @@ func newSession(ctx context.Context, opts Options) (*session, error) {
 	init.PermissionMode = permissionMode(opts.ApprovalMode)
 	init.StokeVersion = opts.Version
 	s.emit(init)
+	if cp != nil {
+		cp.attach(s, s.enc)
+	}
 	return s, nil
 }
 
@@ -200,11 +233,13 @@ func (s *session) emit(ev streamjson.Event) {
 	if a, ok := ev.(*streamjson.Assistant); ok {
 		s.mu.Lock()
 		s.usage = s.usage.Add(a.Message.Usage)
+		s.cost += s.opts.Prices.Cost(a.Message.Model, a.Message.Usage)
 		s.mu.Unlock()
 	}
 	if err := s.enc.Encode(ev); err != nil {
 		s.opts.Logger.Debug("write event", "err", err)
 	}
+	s.observe(ev)
 }
 
 func (s *session) close() {
@@ -235,39 +270,8 @@ func (s *session) prompts(ctx context.Context) <-chan prompt {
 		}()
 		return ch
 	}
-	in := s.opts.Stdin
-	if in == nil {
-		in = eofReader{}
-	}
-	dec := streamjson.NewDecoder(in)
-	go func() {
-		defer close(ch)
-		for {
-			inp, err := dec.Next()
-			if errors.Is(err, io.EOF) {
-				return
-			}
-			var p prompt
-			switch {
-			case err != nil:
-				p.err = err
-			case inp.Kind == streamjson.InputUser:
-				p.msg = inp.Message
-			default:
-				s.opts.Logger.Debug("ignoring stdin line", "line", inp.Line, "kind", inp.Kind.String())
-				continue
-			}
-			select {
-			case ch <- p:
-			case <-ctx.Done():
-				return
-			}
-			if p.err != nil {
-				return
-			}
-		}
-	}()
-	return ch
+	// The control plane's reader routes stdin by type (control.go): user lines come here.
+	return s.sdk.cp.prompts(ctx)
 }
 
 type eofReader struct{}
@@ -311,7 +315,7 @@ func (s *session) run(ctx context.Context) error {
 			p.msg.Content = append(p.msg.Content, *s.reminder)
 			s.reminder = nil
 		}
-		if err := s.turn(ctx, p.msg, streamIn); err != nil {
+		if err := s.userTurn(ctx, p.msg, streamIn); err != nil {
 			return s.fail(ctx, err)
 		}
 		if !streamIn {
@@ -355,9 +359,15 @@ func (s *session) endBackground(ctx context.Context) {
 
 // turn runs one parent turn; with perTurnResult it writes that turn's result.
 func (s *session) turn(ctx context.Context, msg llm.Message, perTurnResult bool) error {
-	res, err := s.parent.Execute(ctx, msg)
+	s.checkWorkspace()
+	tctx, endTurn := s.beginTurn(ctx) // interrupt and budget cancel tctx (sdk.go)
+	defer endTurn()
+	res, err := s.parent.Execute(tctx, msg)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrRunFailed, err)
+	}
+	if handled, err := s.hostTurnEnd(ctx, tctx, res.Reason); handled {
+		return err
 	}
 	s.numTurns += res.Stats.ModelCalls
 	s.apiTime += res.Stats.APIDuration
@@ -367,6 +377,7 @@ func (s *session) turn(ctx context.Context, msg llm.Message, perTurnResult bool)
 		s.lastStop = llm.StopEndTurn
 		if perTurnResult {
 			s.writeResult(streamjson.ResultSuccess, "")
+			s.maybeIdle()
 		}
 		return nil
 	case agents.ReasonMaxTurns:
@@ -386,6 +397,9 @@ func (s *session) fail(ctx context.Context, err error) error {
 	switch {
 	case errors.Is(err, ErrMaxTurns):
 		s.writeResult(streamjson.ResultErrorMaxTurns, fmt.Sprintf("Reached maximum number of turns (%d)", s.opts.MaxTurns))
+		return err
+	case errors.Is(err, ErrMaxBudget):
+		s.writeResult(resultErrorMaxBudget, err.Error())
 		return err
 	case errors.Is(err, errTimeout):
 		s.writeResult(streamjson.ResultErrorDuringExecution, err.Error())
@@ -415,13 +429,19 @@ func (s *session) interrupted(cause error) error {
 // object with json, as plain text with text.
 func (s *session) writeResult(subtype, errText string) {
 	s.mu.Lock()
-	usage := s.usage
+	usage, cost := s.usage, s.cost
 	s.mu.Unlock()
 	r := streamjson.NewResult(subtype)
+	s.mu.Lock()
+	if len(s.denials) > 0 {
+		r.PermissionDenials = append([]any(nil), s.denials...)
+	}
+	s.mu.Unlock()
 	r.DurationMS = time.Since(s.start).Milliseconds()
 	r.DurationAPIMS = s.apiTime.Milliseconds()
 	r.NumTurns = s.numTurns
 	r.Usage = usage
+	r.TotalCostUSD = cost
 	if subtype == streamjson.ResultSuccess {
 		r.Result = s.lastText
 		stop := s.lastStop

@@ -1,0 +1,115 @@
+// query() with a string prompt and with a streaming prompt, the initialize reply, and
+// control requests stoke does not implement.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { query, setup, run, collect, results, ofType, userMessage } from "../harness.mjs";
+
+test("a string prompt: init, the assistant's reply, one success result, a clean exit", async (t) => {
+  const { opts, stderr } = setup(t, "sdk-chat.yaml");
+  const { messages } = await run("hi there", opts);
+
+  const init = ofType(messages, "system", "init");
+  assert.ok(init.length >= 1, "a system/init message");
+  assert.equal(init[0].model, "scripted-sdk");
+  assert.ok(init[0].tools.includes("task"), `tools ${init[0].tools}`);
+
+  const assistant = ofType(messages, "assistant");
+  assert.equal(assistant.length, 1);
+  assert.deepEqual(assistant[0].message.content, [{ type: "text", text: "Hello from stoke! You said: hi there" }]);
+
+  const rs = results(messages);
+  assert.equal(rs.length, 1, `results: ${JSON.stringify(rs)}\nstderr: ${stderr.join("")}`);
+  assert.equal(rs[0].subtype, "success");
+  assert.equal(rs[0].is_error, false);
+  assert.equal(rs[0].result, "Hello from stoke! You said: hi there");
+  assert.equal(rs[0].num_turns, 1);
+  assert.ok(rs[0].session_id, "result has a session_id");
+  assert.equal(messages.at(-1).type, "result", "the result is the last message the app sees");
+});
+
+test("a streaming prompt of two user messages: two results on one chat", async (t) => {
+  const { opts } = setup(t, "sdk-chat.yaml");
+  async function* prompt() {
+    yield userMessage("remember apple");
+    yield userMessage("now banana");
+  }
+  const messages = await collect(query({ prompt: prompt(), options: opts }));
+  const rs = results(messages);
+  assert.deepEqual(rs.map((r) => r.subtype), ["success", "success"]);
+  assert.deepEqual(rs.map((r) => r.result), ["First: apple", "Second: banana, after apple"]);
+  assert.equal(new Set(messages.map((m) => m.session_id)).size, 1, "one session throughout");
+});
+
+test("the initialize reply: agents, models, account, stoke's version", async (t) => {
+  const { opts } = setup(t, "sdk-chat.yaml", {
+    agents: { reviewer: { description: "Reviews changes", prompt: "You review." } },
+  });
+  const q = query({ prompt: "hi", options: opts });
+  const init = await q.initializationResult();
+  const agents = await q.supportedAgents();
+  const models = await q.supportedModels();
+  await collect(q);
+
+  assert.deepEqual(agents.map((a) => a.name), ["general-purpose", "reviewer"]);
+  assert.equal(agents[1].description, "Reviews changes");
+  assert.deepEqual(models.map((m) => m.value), ["scripted-sdk"]);
+  assert.deepEqual(init.commands, []);
+  assert.equal(init.output_style, "default");
+  assert.deepEqual(init.available_output_styles, ["default"]);
+  assert.deepEqual(init.account, {});
+  assert.ok(init.stoke_version, "stoke_version in the initialize reply");
+});
+
+test("a control request stoke does not implement is refused, and the session goes on", async (t) => {
+  const { opts } = setup(t, "sdk-chat.yaml");
+  let release;
+  const released = new Promise((r) => (release = r));
+  async function* prompt() {
+    yield userMessage("remember apple");
+    await released;
+  }
+  const q = query({ prompt: prompt(), options: opts });
+  await assert.rejects(q.mcpServerStatus(), /Unsupported control request subtype: mcp_status/);
+  await q.setModel("scripted-other");
+  const mode = await q.setPermissionMode("acceptEdits");
+  assert.equal(mode?.mode ?? "acceptEdits", "acceptEdits");
+  release();
+  const rs = results(await collect(q));
+  assert.deepEqual(rs.map((r) => r.subtype), ["success"]);
+});
+
+test("Claude Code's options become flags stoke accepts: none makes it fail", async (t) => {
+  const { opts, stderr } = setup(t, "sdk-chat.yaml", {
+    model: "scripted-sdk",
+    fallbackModel: "scripted-fallback",
+    maxTurns: 5,
+    maxThinkingTokens: 1024,
+    effort: "low",
+    permissionMode: "acceptEdits",
+    allowedTools: ["Read", "Bash(ls:*)"],
+    disallowedTools: ["WebFetch"],
+    settingSources: ["user", "project"],
+    additionalDirectories: ["extra"],
+    includePartialMessages: true,
+    betas: ["context-1m-2025-08-07"],
+    persistSession: false,
+    extraArgs: { "some-future-flag": null, "other-future-flag": "v" },
+  });
+  const { messages } = await run("hi", opts);
+  const rs = results(messages);
+  assert.equal(rs.length, 1, `stderr: ${stderr.join("")}`);
+  assert.equal(rs[0].subtype, "success");
+  assert.equal(ofType(messages, "system", "init")[0].permissionMode, "acceptEdits");
+
+  const events = ofType(messages, "stream_event").map((m) => m.event.type);
+  assert.deepEqual(events, ["message_start", "content_block_start", "content_block_delta",
+    "content_block_stop", "message_delta", "message_stop"]);
+  const text = ofType(messages, "stream_event").filter((m) => m.event.type === "content_block_delta")
+    .map((m) => m.event.delta.text).join("");
+  assert.equal(text, "Hello from stoke! You said: hi");
+
+  const warnings = stderr.join("");
+  for (const flag of ["--fallback-model", "--effort", "--setting-sources", "--add-dir", "--betas", "--some-future-flag", "--other-future-flag"]) {
+    assert.match(warnings, new RegExp(`flag=${flag}\\b`), `a warning names ${flag}`);
+  }
+});

@@ -1,0 +1,308 @@
+package headless
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/stoke-cli/stoke/agents"
+	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/tools"
+	"github.com/stoke-cli/stoke/streamjson"
+)
+
+// The hook events whose SDK callbacks stoke invokes (hook_callback control requests).
+const (
+	hookUserPromptSubmit = "UserPromptSubmit" // before a user turn: block it, or add context
+	hookPreToolUse       = "PreToolUse"       // before a parent tool call: deny it, or change its input
+	hookPostToolUse      = "PostToolUse"      // after a parent tool call: add context to its result
+	hookStop             = "Stop"             // when the parent's turn would end: block to go on
+	hookSubagentStart    = "SubagentStart"    // a subagent turn started (notification only)
+	hookSubagentStop     = "SubagentStop"     // a background subagent turn ended (notification only)
+)
+
+func hookEventSupported(name string) bool {
+	switch name {
+	case hookUserPromptSubmit, hookPreToolUse, hookPostToolUse, hookStop, hookSubagentStart, hookSubagentStop:
+		return true
+	}
+	return false
+}
+
+// hookMatcher is one matcher of initialize's hooks: the callbacks to invoke for the targets
+// (tool names, agent types) that Matcher selects.
+type hookMatcher struct {
+	Matcher     string   `json:"matcher"`
+	CallbackIDs []string `json:"hookCallbackIds"`
+	// Timeout in seconds; 0 is hookTimeout.
+	Timeout float64 `json:"timeout"`
+}
+
+// matches reports whether m applies to any of names. Empty and "*" match everything;
+// anything else is a regular expression, matched whole ("Write|Edit", "Bash").
+func (m hookMatcher) matches(names ...string) bool {
+	if m.Matcher == "" || m.Matcher == "*" {
+		return true
+	}
+	re, err := regexp.Compile("^(?:" + m.Matcher + ")$")
+	if err != nil {
+		return false
+	}
+	for _, n := range names {
+		if n != "" && re.MatchString(n) {
+			return true
+		}
+	}
+	return false
+}
+
+// hookOutput is what a hook callback answers (the SDK's SyncHookJSONOutput), as far as
+// stoke reads it.
+type hookOutput struct {
+	Continue      *bool  `json:"continue"`
+	StopReason    string `json:"stopReason"`
+	Decision      string `json:"decision"`
+	Reason        string `json:"reason"`
+	SystemMessage string `json:"systemMessage"`
+	HookSpecific  struct {
+		PermissionDecision       string          `json:"permissionDecision"`
+		PermissionDecisionReason string          `json:"permissionDecisionReason"`
+		UpdatedInput             json.RawMessage `json:"updatedInput"`
+		AdditionalContext        string          `json:"additionalContext"`
+	} `json:"hookSpecificOutput"`
+}
+
+// blocked reports whether the output blocks the event, and why.
+func (o hookOutput) blocked() (string, bool) {
+	switch {
+	case o.Decision == "block":
+		return firstNonEmpty(o.Reason, o.StopReason, "blocked by a hook"), true
+	case o.Continue != nil && !*o.Continue:
+		return firstNonEmpty(o.StopReason, o.Reason, "stopped by a hook"), true
+	case o.HookSpecific.PermissionDecision == "deny":
+		return firstNonEmpty(o.HookSpecific.PermissionDecisionReason, o.Reason, "denied by a hook"), true
+	}
+	return "", false
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if strings.TrimSpace(s) != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// hasHooks reports whether the host registered callbacks for event.
+func (st *sdkState) hasHooks(event string) bool {
+	return st != nil && st.cp != nil && len(st.hooks[event]) > 0
+}
+
+// runHooks invokes, one after the other, the callbacks registered for event whose matcher
+// selects one of targets, and returns their outputs. A callback that fails (an error reply,
+// a timeout, stdin closed) is logged and skipped: a hook that cannot be reached does not
+// block.
+func (s *session) runHooks(ctx context.Context, event string, targets []string, toolUseID string, input map[string]any) []hookOutput {
+	st := s.sdk
+	if !st.hasHooks(event) {
+		return nil
+	}
+	in := map[string]any{
+		"hook_event_name": event,
+		"session_id":      s.enc.SessionID(),
+		"transcript_path": s.transcriptPath(),
+		"cwd":             s.opts.CWD,
+		"permission_mode": streamjson.PermissionMode(string(st.liveMode())),
+	}
+	for k, v := range input {
+		in[k] = v
+	}
+	var outs []hookOutput
+	for _, m := range st.hooks[event] {
+		if !m.matches(targets...) {
+			continue
+		}
+		timeout := hookTimeout
+		if m.Timeout > 0 {
+			timeout = time.Duration(m.Timeout * float64(time.Second))
+		}
+		for _, id := range m.CallbackIDs {
+			hctx, cancel := context.WithTimeout(ctx, timeout)
+			fields := map[string]any{"callback_id": id, "input": in}
+			if toolUseID != "" {
+				fields["tool_use_id"] = toolUseID
+			}
+			raw, err := st.cp.request(hctx, "hook_callback", fields)
+			cancel()
+			if err != nil {
+				s.opts.Logger.Warn("hook callback failed", "event", event, "callback_id", id, "err", err)
+				continue
+			}
+			var out hookOutput
+			if err := json.Unmarshal(raw, &out); err != nil {
+				s.opts.Logger.Warn("hook callback answer not understood", "event", event, "callback_id", id, "err", err)
+				continue
+			}
+			outs = append(outs, out)
+		}
+	}
+	return outs
+}
+
+// fireHook invokes the callbacks of a notification-only event without waiting for them.
+func (s *session) fireHook(event, target string, input map[string]any) {
+	st := s.sdk
+	if !st.hasHooks(event) {
+		return
+	}
+	st.hookWG.Go(func() {
+		s.runHooks(st.hookCtx, event, []string{target}, "", input)
+	})
+}
+
+// transcriptPath is the parent's transcript ("" when nothing is stored).
+func (s *session) transcriptPath() string {
+	if s.dir == "" {
+		return ""
+	}
+	return filepath.Join(s.dir, "session.jsonl")
+}
+
+// promptSubmit runs the UserPromptSubmit callbacks for a user turn. It returns the message
+// to run (with any additionalContext added), or the reason a callback blocked it.
+func (s *session) promptSubmit(ctx context.Context, msg llm.Message) (llm.Message, string, bool) {
+	if !s.sdk.hasHooks(hookUserPromptSubmit) {
+		return msg, "", false
+	}
+	outs := s.runHooks(ctx, hookUserPromptSubmit, nil, "", map[string]any{"prompt": msg.Text()})
+	for _, o := range outs {
+		if reason, ok := o.blocked(); ok {
+			return msg, reason, true
+		}
+		if c := strings.TrimSpace(o.HookSpecific.AdditionalContext); c != "" {
+			msg.Content = append(msg.Content, llm.TextBlock(c))
+		}
+	}
+	return msg, "", false
+}
+
+// userTurn runs one user turn of an SDK session: the UserPromptSubmit callbacks first; a
+// blocked prompt ends with an error result and the session goes on.
+func (s *session) userTurn(ctx context.Context, msg llm.Message, perTurnResult bool) error {
+	msg, reason, blocked := s.promptSubmit(ctx, msg)
+	if !blocked {
+		return s.turn(ctx, msg, perTurnResult)
+	}
+	s.writeState("running")
+	s.writeResult(streamjson.ResultErrorDuringExecution, "prompt blocked by a UserPromptSubmit hook: "+reason)
+	s.maybeIdle()
+	return nil
+}
+
+// stopHookInbox wraps the parent's inbox: when the parent would end its turn, the Stop
+// callbacks may block that, and their reason becomes its next instruction.
+type stopHookInbox struct {
+	agents.Inbox
+	s      *session
+	active bool // a Stop callback has already blocked this turn (stop_hook_active)
+}
+
+// Settle implements agents.Inbox. It is called from the goroutine running the parent turn.
+func (h *stopHookInbox) Settle(final string) []llm.Message {
+	if more := h.Inbox.Settle(final); len(more) > 0 {
+		return more
+	}
+	ctx := h.s.sdk.turnCtx()
+	if ctx.Err() != nil {
+		return nil
+	}
+	outs := h.s.runHooks(ctx, hookStop, nil, "", map[string]any{
+		"stop_hook_active": h.active, "last_assistant_message": final,
+	})
+	for _, o := range outs {
+		if reason, ok := o.blocked(); ok {
+			h.active = true
+			return []llm.Message{llm.UserText(reason)}
+		}
+	}
+	h.active = false
+	return nil
+}
+
+// hookedTools wraps a tool set so that the PreToolUse and PostToolUse callbacks run
+// around each call. It returns set itself when no such callback is registered.
+func (s *session) hookedTools(set *tools.Set) *tools.Set {
+	if !s.sdk.hasHooks(hookPreToolUse) && !s.sdk.hasHooks(hookPostToolUse) {
+		return set
+	}
+	specs := set.Specs()
+	ts := make([]tools.Tool, len(specs))
+	for i, spec := range specs {
+		ts[i] = hookedTool{spec: spec, set: set, s: s}
+	}
+	return tools.NewSet(ts...)
+}
+
+// hookedTool runs one tool of a set between the PreToolUse and PostToolUse callbacks.
+type hookedTool struct {
+	spec llm.ToolSpec
+	set  *tools.Set
+	s    *session
+}
+
+func (t hookedTool) Spec() llm.ToolSpec { return t.spec }
+
+func (t hookedTool) Run(ctx context.Context, call tools.Call) tools.Result {
+	names := []string{claudeToolName(call.Name), call.Name}
+	outs := t.s.runHooks(ctx, hookPreToolUse, names, call.ID, map[string]any{
+		"tool_name": names[0], "tool_input": json.RawMessage(call.Input), "tool_use_id": call.ID,
+	})
+	for _, o := range outs {
+		if reason, ok := o.blocked(); ok {
+			return tools.Errorf("%s was blocked by a PreToolUse hook: %s", call.Name, reason)
+		}
+		if u := o.HookSpecific.UpdatedInput; len(u) > 0 && gjson.ValidBytes(u) && string(u) != "null" {
+			call.Input = u
+		}
+	}
+	res := t.set.Run(ctx, call)
+	outs = t.s.runHooks(ctx, hookPostToolUse, names, call.ID, map[string]any{
+		"tool_name": names[0], "tool_input": json.RawMessage(call.Input), "tool_use_id": call.ID,
+		"tool_response": res.Content,
+	})
+	for _, o := range outs {
+		if c := strings.TrimSpace(o.HookSpecific.AdditionalContext); c != "" {
+			res.Content += fmt.Sprintf("\n\n<hook-context>%s</hook-context>", c)
+		}
+	}
+	return res
+}
+
+// claudeToolName is the name Claude Code gives a stoke tool, for permission asks and hook
+// matchers written for Claude Code ("Write", "Bash"); other names are kept.
+func claudeToolName(name string) string {
+	switch name {
+	case tools.NameReadFile:
+		return "Read"
+	case tools.NameWriteFile:
+		return "Write"
+	case tools.NameEdit:
+		return "Edit"
+	case tools.NameGlob:
+		return "Glob"
+	case tools.NameGrep:
+		return "Grep"
+	case tools.NameShell:
+		return "Bash"
+	case "task":
+		return "Task"
+	}
+	return name
+}

@@ -1,0 +1,109 @@
+package headless
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/streamjson"
+)
+
+// streamEvent is a stream_event line (--include-partial-messages): one Anthropic Messages
+// streaming event of the parent's reply.
+type streamEvent struct {
+	streamjson.Envelope
+	Event           map[string]any `json:"event"`
+	ParentToolUseID *string        `json:"parent_tool_use_id"`
+}
+
+// partialStream turns the parent's model events into the Anthropic streaming events the
+// SDK's includePartialMessages consumers read: message_start, content_block_start,
+// content_block_delta (text_delta, input_json_delta), content_block_stop, message_delta,
+// message_stop. It is used only from the goroutine running the parent's turn.
+type partialStream struct {
+	emit  func(streamjson.Event)
+	model func() string
+
+	n        int  // messages started, for ids
+	open     bool // message_start written, message_stop not yet
+	index    int  // index of the next content block
+	textOpen bool // a text block is open at index
+	toolUse  bool // the message has a tool_use block
+}
+
+func newPartialStream(emit func(streamjson.Event), model func() string) *partialStream {
+	return &partialStream{emit: emit, model: model}
+}
+
+func (p *partialStream) write(ev map[string]any) {
+	p.emit(&streamEvent{Envelope: streamjson.Envelope{Type: "stream_event"}, Event: ev})
+}
+
+// event takes one event of a parent model call (agents.RuntimeConfig.OnModelEvent).
+func (p *partialStream) event(ev llm.Event) {
+	if !p.open {
+		p.n++
+		p.open, p.index, p.textOpen, p.toolUse = true, 0, false, false
+		p.write(map[string]any{"type": "message_start", "message": map[string]any{
+			"id": fmt.Sprintf("msg_stoke_stream_%d", p.n), "type": "message", "role": "assistant",
+			"model": p.model(), "content": []any{}, "stop_reason": nil, "stop_sequence": nil,
+			"usage": map[string]any{"input_tokens": 0, "output_tokens": 0},
+		}})
+	}
+	switch ev.Kind {
+	case llm.EventTextDelta:
+		if !p.textOpen {
+			p.textOpen = true
+			p.write(map[string]any{"type": "content_block_start", "index": p.index,
+				"content_block": map[string]any{"type": "text", "text": ""}})
+		}
+		p.write(map[string]any{"type": "content_block_delta", "index": p.index,
+			"delta": map[string]any{"type": "text_delta", "text": ev.Text}})
+	case llm.EventToolCall:
+		p.closeText()
+		p.toolUse = true
+		input := string(ev.ToolCall.Input)
+		if !json.Valid([]byte(input)) {
+			input = "{}"
+		}
+		p.write(map[string]any{"type": "content_block_start", "index": p.index,
+			"content_block": map[string]any{"type": "tool_use", "id": ev.ToolCall.ID, "name": ev.ToolCall.Name, "input": map[string]any{}}})
+		p.write(map[string]any{"type": "content_block_delta", "index": p.index,
+			"delta": map[string]any{"type": "input_json_delta", "partial_json": input}})
+		p.write(map[string]any{"type": "content_block_stop", "index": p.index})
+		p.index++
+	case llm.EventDone:
+		p.closeText()
+		stop := ev.StopReason
+		if stop == "" {
+			stop = llm.StopEndTurn
+			if p.toolUse {
+				stop = llm.StopToolUse
+			}
+		}
+		p.write(map[string]any{"type": "message_delta",
+			"delta": map[string]any{"stop_reason": stop, "stop_sequence": nil},
+			"usage": ev.Usage})
+		p.write(map[string]any{"type": "message_stop"})
+		p.open = false
+	}
+}
+
+func (p *partialStream) closeText() {
+	if p.textOpen {
+		p.write(map[string]any{"type": "content_block_stop", "index": p.index})
+		p.textOpen = false
+		p.index++
+	}
+}
+
+// finish closes a message a cancelled or failed call left open, so that every
+// message_start has its message_stop.
+func (p *partialStream) finish() {
+	if !p.open {
+		return
+	}
+	p.closeText()
+	p.write(map[string]any{"type": "message_stop"})
+	p.open = false
+}
