@@ -88,10 +88,12 @@ func TestSendWithoutResidentControllerRevives(t *testing.T) {
 	t.Parallel()
 	hooked := Definition{Name: "hooked", Prompt: "You have hooks.", HasHooks: true}
 	worktree := Definition{Name: "isolated", Prompt: "You are isolated.", Isolation: "worktree"}
+	raised := Definition{Name: "raised", Prompt: "You may do more.", ApprovalMode: "yolo"}.WithParentMode("default")
 	tests := []struct {
 		name string
 		req  LaunchRequest
 	}{
+		{"raised approval mode", LaunchRequest{Prompt: "Remember NONCE-RA", SubagentType: "raised", Background: true}},
 		{"foreground launch", LaunchRequest{Prompt: "Remember NONCE-FG"}},
 		{"definition with hooks", LaunchRequest{Prompt: "Remember NONCE-HK", SubagentType: "hooked", Background: true}},
 		{"worktree isolation", LaunchRequest{Prompt: "Remember NONCE-WT", SubagentType: "isolated", Background: true}},
@@ -99,8 +101,10 @@ func TestSendWithoutResidentControllerRevives(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			repo := gitRepo(t)
 			h := newHarness(t, replyText("Stored."), func(c *RegistryConfig) {
-				c.Catalog = NewCatalog(append(BuiltinDefinitions(), hooked, worktree)...)
+				c.Catalog = NewCatalog(append(BuiltinDefinitions(), hooked, worktree, raised)...)
+				c.CWD = repo
 			})
 			row := h.launch(tc.req)
 			id := row.TaskID

@@ -25,6 +25,9 @@ var ErrNotGitRepo = errors.New("worktree isolation needs a git repository")
 // NewWorktree creates a worktree of the repository holding cwd, on a new branch named
 // stoke/<task-id>-<turn>, checked out at HEAD, under dir.
 func NewWorktree(ctx context.Context, cwd, dir string, id TaskID, turn int) (*Worktree, error) {
+	if cwd == "" {
+		return nil, fmt.Errorf("%w: no working directory given", ErrNotGitRepo)
+	}
 	top, err := git(ctx, cwd, "rev-parse", "--show-toplevel")
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNotGitRepo, err)
