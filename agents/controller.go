@@ -9,6 +9,7 @@ import (
 
 	"github.com/stoke-cli/stoke/agents/hooks"
 	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/trace"
 	"github.com/stoke-cli/stoke/streamjson"
 )
 
@@ -53,8 +54,11 @@ type turn struct {
 	toolUseID    string
 	continuation string
 	background   bool
-	done         chan struct{}
-	seq          int
+	// caller is the span of the task or send_message call that started the turn, linked
+	// from the turn's own trace.
+	caller trace.SpanContext
+	done   chan struct{}
+	seq    int
 }
 
 // startTurnLocked schedules t on its own goroutine, after the task's previous turn has
@@ -99,10 +103,15 @@ func (r *Registry) runTurn(ctx context.Context, c *controller, e *entry, t turn)
 	ev.IsBackgrounded, ev.Turn, ev.Continuation = t.background, t.n, t.continuation
 	r.cfg.Emit(ev)
 
+	ctx, span := trace.StartTurn(ctx, r.cfg.Tracer, trace.TurnInfo{
+		SessionID: r.cfg.SessionID, Agent: row.SubagentType, TaskID: string(c.id), SubagentType: row.SubagentType,
+		Turn: t.n, Continuation: t.continuation, Caller: t.caller,
+	})
 	res, err := r.execute(ctx, c, e, t)
 	if err != nil {
 		res = TurnResult{Reason: ReasonError, Err: err}
 	}
+	trace.EndTurn(span, res.Reason, res.Err)
 	r.finishTurn(c, e, t, res)
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/stoke-cli/stoke/agents/hooks"
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/tools"
+	"github.com/stoke-cli/stoke/agents/trace"
 	"github.com/stoke-cli/stoke/streamjson"
 )
 
@@ -95,6 +96,8 @@ type RegistryConfig struct {
 	Hooks hooks.Config
 	// HookRunner runs hooks; nil runs none.
 	HookRunner *hooks.Runner
+	// Tracer records one trace per agent turn; nil records nothing.
+	Tracer trace.Tracer
 	// NewRuntime constructs runtimes (tests count constructions); nil means NewRuntime.
 	NewRuntime func(RuntimeConfig) *Runtime
 	// OnDispose is called once per disposed controller (tests).
@@ -250,7 +253,7 @@ func (r *Registry) Launch(ctx context.Context, req LaunchRequest) (Row, error) {
 	}
 	c.wt = wt
 	rt := r.newRuntime(c, e, def, tr, nil, root)
-	t := turn{n: 1, instruction: req.Prompt, toolUseID: req.ToolUseID, continuation: streamjson.ContinuationFresh, background: req.Background, done: e.done}
+	t := turn{n: 1, instruction: req.Prompt, toolUseID: req.ToolUseID, continuation: streamjson.ContinuationFresh, background: req.Background, done: e.done, caller: trace.SpanContextFrom(ctx)}
 	// c is already visible to Resident, dispose and Shutdown: publish the runtime and
 	// start the turn in one critical section with the closed check, so that a concurrent
 	// Shutdown either waits for this turn or makes this launch fail.
@@ -373,6 +376,7 @@ func (r *Registry) newRuntime(c *controller, e *entry, def Definition, tr *Trans
 		},
 		History: history,
 		Now:     r.cfg.Now,
+		Tracer:  r.cfg.Tracer,
 	})
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/tools"
+	"github.com/stoke-cli/stoke/agents/trace"
 	"github.com/stoke-cli/stoke/streamjson"
 )
 
@@ -91,6 +92,8 @@ type RuntimeConfig struct {
 	// calls). A non-empty answer is appended as a user message and the turn goes on;
 	// active tells whether the hook already made this turn go on once.
 	StopHook func(ctx context.Context, final string, active bool) (goOn string)
+	// Tracer records a span per model call and per tool call; nil records nothing.
+	Tracer trace.Tracer
 	// OnModelEvent, when set, sees every event of every model call as it streams (text
 	// deltas, tool calls, done), from the goroutine running Execute; it must not block.
 	OnModelEvent func(llm.Event)
@@ -286,7 +289,7 @@ func (r *Runtime) emit(ev streamjson.Event) {
 }
 
 // call makes one model call and appends the reply to the chat.
-func (r *Runtime) call(ctx context.Context, partial *string) (llm.Message, error) {
+func (r *Runtime) call(ctx context.Context, partial *string) (_ llm.Message, err error) {
 	req := &llm.Request{
 		Agent:    r.cfg.Agent,
 		Model:    r.cfg.ModelName,
@@ -301,6 +304,8 @@ func (r *Runtime) call(ctx context.Context, partial *string) (llm.Message, error
 		done   llm.Event
 		seen   bool
 	)
+	ctx, span := trace.StartModelCall(ctx, r.cfg.Tracer, r.cfg.ModelName)
+	defer func() { trace.EndModelCall(span, done.Usage, done.StopReason, err) }()
 	for ev, err := range r.cfg.Model.Generate(ctx, req) {
 		if err != nil {
 			r.stats.APIDuration += r.cfg.Now().Sub(callStart)
@@ -391,10 +396,12 @@ func (r *Runtime) runTools(ctx context.Context, uses []llm.Block) llm.Message {
 	var wg sync.WaitGroup
 	for i, u := range uses {
 		wg.Go(func() {
-			res := r.tools.Run(ctx, tools.Call{ID: u.ID, Name: u.Name, Input: u.Input})
+			tctx, span := trace.StartToolCall(ctx, r.cfg.Tracer, u.Name, u.ID)
+			res := r.tools.Run(tctx, tools.Call{ID: u.ID, Name: u.Name, Input: u.Input})
 			if ctx.Err() != nil && !res.IsError && res.Content == "" {
 				res = tools.Errorf("cancelled: %v", context.Cause(ctx))
 			}
+			trace.EndToolCall(span, res.IsError)
 			out[i] = llm.Block{Type: llm.BlockToolResult, ToolUseID: u.ID, Content: res.Content, IsError: res.IsError}
 		})
 	}

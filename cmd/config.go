@@ -63,6 +63,7 @@ type Config struct {
 	Verbose            bool          `mapstructure:"verbose"`
 	Debug              bool          `mapstructure:"debug"`
 	LogLevel           string        `mapstructure:"log-level"`
+	TraceFile          string        `mapstructure:"trace-file"`
 
 	// Per-run values: flags and STOKE_* environment only; a settings file cannot set them.
 	Prompt    string `mapstructure:"prompt"`
@@ -151,6 +152,7 @@ func settings() []setting {
 		{key: "verbose", kind: kindBool, flag: true, def: false},
 		{key: "debug", kind: kindBool, flag: true, def: false},
 		{key: "log-level", kind: kindString},
+		{key: "trace-file", kind: kindString, flag: true},
 		{key: "prices", kind: kindMap},
 		{key: "hooks", kind: kindMap},
 	}

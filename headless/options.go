@@ -8,6 +8,7 @@ import (
 	"github.com/stoke-cli/stoke/agents/hooks"
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/llm/price"
+	"github.com/stoke-cli/stoke/agents/trace"
 )
 
 // Output formats.
@@ -66,6 +67,8 @@ type Options struct {
 	MaxRetained int
 	// BackgroundAgents turns background agents on (run_in_background in the task schema).
 	BackgroundAgents bool
+	// Tracer records one trace per agent turn (parent and subagents); nil records nothing.
+	Tracer trace.Tracer
 	// Hooks are the command hooks from the settings files.
 	Hooks hooks.Config
 	// Prices turn usage into total_cost_usd; the zero Table prices nothing.

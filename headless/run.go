@@ -13,6 +13,7 @@ import (
 	"github.com/stoke-cli/stoke/agents"
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/tools"
+	"github.com/stoke-cli/stoke/agents/trace"
 	"github.com/stoke-cli/stoke/streamjson"
 )
 
@@ -107,11 +108,12 @@ type session struct {
 	lastWorkspace *workspaceState
 
 	// per-run accounting of the parent
-	numTurns   int
-	apiTime    time.Duration
-	lastText   string
-	lastStop   string
-	wroteFinal bool
+	parentTurns int // prompts and notification turns, for trace spans
+	numTurns    int
+	apiTime     time.Duration
+	lastText    string
+	lastStop    string
+	wroteFinal  bool
 
 	sdk *sdkState // the SDK host's side: control requests, hooks, states (sdk.go)
 }
@@ -166,6 +168,7 @@ func newSession(ctx context.Context, opts Options, cp *controlPlane) (*session, 
 		SubagentTools:    s.subagentTools(ws, wsOpts),
 		Hooks:            opts.Hooks,
 		HookRunner:       s.hookRunner(),
+		Tracer:           opts.Tracer,
 		Catalog:          s.definitions(),
 		Emit:             s.emit,
 		Notify:           s.mb.Push,
@@ -200,6 +203,7 @@ func newSession(ctx context.Context, opts Options, cp *controlPlane) (*session, 
 		Emit:      s.emit,
 		History:   history,
 		StopHook:  s.parentStopHook(),
+		Tracer:    opts.Tracer,
 	}))
 
 	init := streamjson.NewInit()
@@ -289,6 +293,10 @@ func (s *session) run(ctx context.Context) error {
 		var ok bool
 		select {
 		case p, ok = <-prompts:
+			if !ok && ctx.Err() != nil {
+				// Closed because the run ended (a signal, --timeout), not at the end of input.
+				return s.fail(ctx, context.Cause(ctx))
+			}
 			if !ok {
 				prompts = nil
 				continue
@@ -362,7 +370,10 @@ func (s *session) turn(ctx context.Context, msg llm.Message, perTurnResult bool)
 	s.checkWorkspace()
 	tctx, endTurn := s.beginTurn(ctx) // interrupt and budget cancel tctx (sdk.go)
 	defer endTurn()
+	s.parentTurns++
+	tctx, span := trace.StartTurn(tctx, s.opts.Tracer, trace.TurnInfo{SessionID: s.opts.SessionID, Agent: "parent", Turn: s.parentTurns})
 	res, err := s.parent.Execute(tctx, msg)
+	trace.EndTurn(span, res.Reason, err)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrRunFailed, err)
 	}
