@@ -141,16 +141,19 @@ func snippet(b *strings.Builder, text string, at, n, lineChars int) {
 	span := strings.Count(text[at:at+n], "\n") + 1
 	from := max(first-around, 1)
 	to := first + min(span, most) - 1 + around
-	lines := strings.Split(text, "\n")
-	for i := from; i <= to && i <= len(lines); i++ {
-		if i == len(lines) && lines[i-1] == "" {
-			break // after the final newline
-		}
-		line, cut := cutRunes([]byte(strings.TrimSuffix(lines[i-1], "\r")), lineChars)
-		s := validText(string(line))
+	start := strings.LastIndexByte(text[:at], '\n') + 1 // of line first
+	for l := first; l > from; l-- {
+		start = strings.LastIndexByte(text[:start-1], '\n') + 1
+	}
+	rest := text[start:]
+	for i := from; i <= to && rest != ""; i++ {
+		line, after, _ := strings.Cut(rest, "\n")
+		shown, cut := cutRunes([]byte(strings.TrimSuffix(line, "\r")), lineChars)
+		s := validText(string(shown))
 		if cut {
 			s += " [… cut]"
 		}
 		numbered(b, i, s)
+		rest = after
 	}
 }

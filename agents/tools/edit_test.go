@@ -169,3 +169,41 @@ func TestWriteFileKeepsMode(t *testing.T) {
 		}
 	}
 }
+
+func TestSnippet(t *testing.T) {
+	t.Parallel()
+	var long strings.Builder
+	for i := 1; i <= 30; i++ {
+		fmt.Fprintf(&long, "n%d\n", i)
+	}
+	tests := []struct {
+		name, text, repl string
+		want             []int // the line numbers shown
+	}{
+		{"first line", "NEW\nb\nc\nd\ne\nf\n", "NEW", []int{1, 2, 3, 4}},
+		{"last line without newline", "a\nb\nc\nd\nNEW", "NEW", []int{2, 3, 4, 5}},
+		{"only line", "NEW", "NEW", []int{1}},
+		{"long new text is cut at 20 lines", "a\n" + long.String() + "z\n", long.String(), []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24}},
+		{"deleted text", "a\nb\nc\nd\ne\nf\ng\nh\n", "", []int{1, 2, 3, 4, 5, 6, 7}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			at := strings.Index(tt.text, tt.repl)
+			if tt.repl == "" {
+				at = strings.Index(tt.text, "d")
+			}
+			var b strings.Builder
+			snippet(&b, tt.text, at, len(tt.repl), 100)
+			var got []int
+			for l := range strings.Lines(b.String()) {
+				var n int
+				fmt.Sscanf(l, "%d", &n)
+				got = append(got, n)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("lines %v, want %v:\n%s", got, tt.want, b.String())
+			}
+		})
+	}
+}

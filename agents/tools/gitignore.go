@@ -16,8 +16,10 @@ import (
 // as in git. Not covered: core.excludesFile and the index (tracked files that match an
 // ignore pattern are still ignored here).
 //
-// go-git's plumbing/format/gitignore would do the matching, but it brings go-billy, gcfg,
-// golang.org/x/net and encoding/gob into the binary (0.6 ms more init at every start).
+// go-git's plumbing/format/gitignore would do the matching, but it brings go-billy, gcfg
+// and encoding/gob into the binary: 0.6 MB more, and 0.7 to 1 ms more init at every start
+// (encoding/gob's, measured with GODEBUG=inittrace=1). TestWalkMatchesGit checks this
+// matcher against git itself.
 
 // ignoreRules is the stack of ignore files that applies in one directory of a walk: the
 // innermost first, each holding the patterns of one file.

@@ -120,11 +120,11 @@ type grep struct {
 	lineChars int
 }
 
-// matches is what one file gave.
+// matches is what one file, or one batch of files, gave.
 type matches struct {
-	seq    int      // the file's place in the walk
+	seq    int      // the batch's place in the walk
 	lines  []string // path:line:text
-	capped bool     // the file has more matching lines than limit
+	capped bool     // there are more matching lines than limit
 	binary bool     // the file is binary, and was not searched
 }
 

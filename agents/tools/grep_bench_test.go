@@ -12,24 +12,40 @@ import (
 	"testing"
 )
 
-// BenchmarkGrep50k searches a generated tree of 50,000 source files (about 40 MB) with the
-// grep tool and, for comparison, with `git grep -n` over the same tree as a git repository.
-// Both report ns/op, so the ratio reads off one run:
+// BenchmarkGrep50k searches a generated tree of 50,000 source files with the grep tool
+// and, for comparison, with `git grep -n -E` over the same tree as a git repository (the
+// files added to the index). Both report ns/op and cpu-ns/op, so the ratios read off one
+// run; "stoke/regexp-capped" shows the stop at the default cap of 500 lines:
 //
 //	go test -run '^$' -bench Grep50k -benchtime 5x ./agents/tools
 func BenchmarkGrep50k(b *testing.B) {
 	const files, every = 50_000, 250 // one file in every 250 holds the needle
 	dir := b.TempDir()
 	genTree(b, dir, files, every)
-	w, err := NewWorkspace(dir, ModePlan)
+	// Limits high enough that both tools find every line; "capped" shows the early stop.
+	full, err := NewWorkspace(dir, ModePlan, WithLimits(Limits{GrepMatches: 100_000, OutputChars: 1 << 30}))
 	if err != nil {
 		b.Fatal(err)
 	}
-	want := files / every
-	for _, pattern := range []string{"TODO needle", `func F\d+7\(`} {
-		b.Run("stoke/"+pattern, func(b *testing.B) {
-			in := []byte(fmt.Sprintf(`{"pattern":%q}`, pattern))
-			tool := grepTool{w}
+	capped, err := full.WithMode(ModePlan)
+	if err != nil {
+		b.Fatal(err)
+	}
+	capped.limits = Limits{}.withDefaults()
+	const literal, regexp = "TODO needle", `func F[0-9]+7\(`
+	want := map[string]int{literal: files / every, regexp: files/10 - 1} // F7 has no digit before the 7
+	for _, bm := range []struct {
+		name, pattern string
+		w             *Workspace
+		want          int
+	}{
+		{"stoke/literal", literal, full, want[literal]},
+		{"stoke/regexp", regexp, full, want[regexp]},
+		{"stoke/regexp-capped", regexp, capped, capped.limits.GrepMatches + 1},
+	} {
+		b.Run(bm.name, func(b *testing.B) {
+			in := []byte(fmt.Sprintf(`{"pattern":%q}`, bm.pattern))
+			tool := grepTool{bm.w}
 			n := 0
 			defer reportCPU(b)()
 			for b.Loop() {
@@ -39,10 +55,9 @@ func BenchmarkGrep50k(b *testing.B) {
 				}
 				n = strings.Count(res.Content, "\n") + 1
 			}
-			if pattern == "TODO needle" && n != want {
-				b.Fatalf("found %d lines, want %d", n, want)
+			if n != bm.want {
+				b.Fatalf("found %d lines, want %d", n, bm.want)
 			}
-			b.ReportMetric(float64(n), "lines")
 		})
 	}
 	if _, err := exec.LookPath("git"); err != nil {
@@ -61,17 +76,16 @@ func BenchmarkGrep50k(b *testing.B) {
 	}
 	git("init", "-q")
 	git("add", "-A")
-	for _, pattern := range []string{"TODO needle", `func F[0-9]+7\(`} {
-		b.Run("git/"+pattern, func(b *testing.B) {
+	for _, bm := range []struct{ name, pattern string }{{"git/literal", literal}, {"git/regexp", regexp}} {
+		b.Run(bm.name, func(b *testing.B) {
 			n := 0
 			defer reportCPU(b)()
 			for b.Loop() {
-				n = bytes.Count(git("grep", "-n", "-E", pattern), []byte{'\n'})
+				n = bytes.Count(git("grep", "-n", "-E", bm.pattern), []byte{'\n'})
 			}
-			if pattern == "TODO needle" && n != want {
-				b.Fatalf("git grep found %d lines, want %d", n, want)
+			if n != want[bm.pattern] {
+				b.Fatalf("git grep found %d lines, want %d", n, want[bm.pattern])
 			}
-			b.ReportMetric(float64(n), "lines")
 		})
 	}
 }
