@@ -45,7 +45,9 @@ func TestRevivedRequestKeepsCachePrefix(t *testing.T) {
 		t.Fatalf("run 2 never saw the nonce come back")
 	}
 
-	isSub := func(b []byte) bool { return strings.Contains(gjson.GetBytes(b, "messages.0.content").String(), "Agent type: general-purpose") }
+	isSub := func(b []byte) bool {
+		return strings.Contains(gjson.GetBytes(b, "messages.0.content").String(), "Agent type: general-purpose")
+	}
 	isParent := func(b []byte) bool { return !isSub(b) }
 	for _, who := range []struct {
 		name string
