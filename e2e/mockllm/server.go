@@ -12,6 +12,8 @@
 //
 // Histories the real API rejects (tool calls left unanswered, tool messages answering
 // no call, no model) get its 400 answer, so a client bug shows up here first.
+// WithPrefixCache simulates OpenAI's automatic prompt caching, so that what a client
+// gains from keeping its requests' prefixes stable can be measured.
 // Fault options (WithFailFirst, WithCutAfter) exercise retries and cut streams. A model
 // error before the first event is an HTTP error (the status of an *llm.ProviderError,
 // else 500); after it, an error event ends the stream without [DONE].
@@ -47,6 +49,8 @@ type config struct {
 	cutAfter    int
 	cached      int64
 	cachedIsSet bool
+	prefixMin   int64
+	prefixCache bool
 }
 
 // WithAPIKey makes the server require "Authorization: Bearer key"; other requests get
@@ -66,17 +70,33 @@ func WithFailFirst(n, status int) Option {
 func WithCutAfter(n int) Option { return func(c *config) { c.cutAfter = n } }
 
 // WithCachedTokens reports n as usage.prompt_tokens_details.cached_tokens on every
-// response (prompt_tokens is raised to n if it was smaller). Without it, cached_tokens
-// is the model's CacheReadInputTokens, and the details object is sent only when that is
-// not zero.
+// response (prompt_tokens is raised to n if it was smaller). Without it (or
+// WithPrefixCache), cached_tokens is the model's CacheReadInputTokens, and the details
+// object is sent only when that is not zero. It replaces an earlier WithPrefixCache.
 func WithCachedTokens(n int64) Option {
-	return func(c *config) { c.cached, c.cachedIsSet = n, true }
+	return func(c *config) { c.cached, c.cachedIsSet, c.prefixCache = n, true, false }
+}
+
+// WithPrefixCache simulates OpenAI's automatic prompt caching. The server remembers
+// every message-boundary prefix of each valid request (model, tools, then the messages
+// one by one, each as the exact bytes sent) and reports, for every response:
+//   - prompt_tokens: the tools and messages of the request, at bytes/4;
+//   - prompt_tokens_details.cached_tokens (always sent): the longest prefix of the
+//     request that ends at a message boundary and that an earlier request also had,
+//     rounded down to a multiple of 128 tokens, or 0 when that is below minTokens
+//     (1024 for the real API).
+//
+// The model's input usage is then ignored; its output tokens are kept. Nothing
+// expires. It replaces an earlier WithCachedTokens.
+func WithPrefixCache(minTokens int) Option {
+	return func(c *config) { c.prefixMin, c.prefixCache, c.cachedIsSet = int64(minTokens), true, false }
 }
 
 // Server is a running mock. Create it with New; Close it when done.
 type Server struct {
 	model  llm.Model
 	cfg    config
+	cache  *prefixCache // nil unless WithPrefixCache
 	srv    *httptest.Server
 	cancel context.CancelFunc
 	close  sync.Once
@@ -93,6 +113,9 @@ func New(model llm.Model, opts ...Option) *Server {
 	s := &Server{model: model}
 	for _, o := range opts {
 		o(&s.cfg)
+	}
+	if s.cfg.prefixCache {
+		s.cache = newPrefixCache(s.cfg.prefixMin)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
@@ -169,13 +192,28 @@ func (s *Server) serveCompletions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
+	var in *promptUsage
+	if s.cache != nil {
+		var raw struct {
+			Tools    json.RawMessage   `json:"tools"`
+			Messages []json.RawMessage `json:"messages"`
+		}
+		if err := json.Unmarshal(body, &raw); err != nil {
+			writeError(w, http.StatusBadRequest, "We could not parse the JSON body of your request: "+err.Error())
+			return
+		}
+		if string(raw.Tools) == "null" {
+			raw.Tools = nil
+		}
+		in = new(s.cache.account(cr.Model, raw.Tools, raw.Messages))
+	}
 	id := fmt.Sprintf("chatcmpl-mock-%d", s.seq.Add(1))
 	model := cr.Model
 	events := s.model.Generate(r.Context(), req)
 	if cr.Stream {
-		s.stream(w, id, model, cr.StreamOptions != nil && cr.StreamOptions.IncludeUsage, events)
+		s.stream(w, id, model, cr.StreamOptions != nil && cr.StreamOptions.IncludeUsage, in, events)
 	} else {
-		s.complete(w, id, model, events)
+		s.complete(w, id, model, in, events)
 	}
 }
 
@@ -190,7 +228,7 @@ func (s *Server) failNow() bool {
 	return true
 }
 
-func (s *Server) stream(w http.ResponseWriter, id, model string, includeUsage bool, events iter.Seq2[llm.Event, error]) {
+func (s *Server) stream(w http.ResponseWriter, id, model string, includeUsage bool, in *promptUsage, events iter.Seq2[llm.Event, error]) {
 	next, stop := iter.Pull2(events)
 	defer stop()
 	ev, err, ok := next()
@@ -248,7 +286,7 @@ func (s *Server) stream(w http.ResponseWriter, id, model string, includeUsage bo
 	if includeUsage {
 		c := out.base
 		c.Choices = []chunkChoice{}
-		c.Usage = new(s.usageOf(done.Usage))
+		c.Usage = new(s.usageOf(done.Usage, in))
 		if out.write(c) != nil {
 			return
 		}
@@ -256,7 +294,7 @@ func (s *Server) stream(w http.ResponseWriter, id, model string, includeUsage bo
 	out.line("data: [DONE]\n\n")
 }
 
-func (s *Server) complete(w http.ResponseWriter, id, model string, events iter.Seq2[llm.Event, error]) {
+func (s *Server) complete(w http.ResponseWriter, id, model string, in *promptUsage, events iter.Seq2[llm.Event, error]) {
 	msg := completionMessage{Role: "assistant"}
 	var text strings.Builder
 	var done *llm.Event
@@ -290,7 +328,7 @@ func (s *Server) complete(w http.ResponseWriter, id, model string, events iter.S
 	writeJSON(w, http.StatusOK, completion{
 		ID: id, Object: "chat.completion", Created: time.Now().Unix(), Model: model,
 		Choices: []completionChoice{{Message: msg, FinishReason: finishReason(done.StopReason, len(msg.ToolCalls))}},
-		Usage:   s.usageOf(done.Usage),
+		Usage:   s.usageOf(done.Usage, in),
 	})
 }
 
@@ -304,13 +342,17 @@ func errorStatus(err error) int {
 	return http.StatusInternalServerError
 }
 
-// usageOf maps llm usage to OpenAI's, where prompt_tokens includes cached tokens.
-func (s *Server) usageOf(u llm.Usage) usage {
+// usageOf maps llm usage to OpenAI's, where prompt_tokens includes cached tokens. in,
+// when not nil, is the prefix cache's account of the prompt and replaces the model's.
+func (s *Server) usageOf(u llm.Usage, in *promptUsage) usage {
 	out := usage{
 		PromptTokens:     u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens,
 		CompletionTokens: u.OutputTokens,
 	}
 	switch {
+	case in != nil:
+		out.PromptTokens = in.prompt
+		out.PromptTokensDetails = &promptDetail{CachedTokens: in.cached}
 	case s.cfg.cachedIsSet:
 		out.PromptTokens = max(out.PromptTokens, s.cfg.cached)
 		out.PromptTokensDetails = &promptDetail{CachedTokens: s.cfg.cached}
