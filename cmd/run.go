@@ -94,7 +94,7 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, runF RunFunc
 		opts.Home = "" // --no-session-persistence: nothing is written under $STOKE_HOME
 	}
 	tracing, err := trace.Setup(ctx, trace.Config{
-		OTLPEndpoint: trace.EndpointFromEnv(deps.LookupEnv), File: cfg.TraceFile,
+		OTLPEndpoint: trace.EndpointFromEnv(deps.LookupEnv), Headers: trace.HeadersFromEnv(deps.LookupEnv), File: cfg.TraceFile,
 		ServiceName: "stoke", ServiceVersion: deps.Version,
 	})
 	if err != nil {

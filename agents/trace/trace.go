@@ -1,6 +1,6 @@
 // Package trace exports OpenTelemetry traces of agent turns, model calls and tool calls.
 //
-// Setup builds a Tracing from a Config: an OTLP/HTTP exporter, a JSON-lines file, both,
+// Setup builds a Tracing from a Config: an OTLP/HTTP (JSON) exporter, a JSON-lines file, both,
 // or neither, in which case everything is a no-op that starts no goroutine and costs no
 // allocation on the hot path. Nothing is global: the Tracer is passed to the span
 // helpers (StartTurn, StartModelCall, StartToolCall) explicitly, and a nil Tracer is
@@ -52,12 +52,16 @@ const DefaultServiceName = "stoke"
 
 // Config says where spans go. The zero Config turns tracing off.
 type Config struct {
-	// OTLPEndpoint is the full URL spans are POSTed to over OTLP/HTTP (protobuf), e.g.
-	// http://localhost:4318/v1/traces. EndpointFromEnv derives it from the standard
-	// OTEL_EXPORTER_OTLP_* variables. The exporter also honours the other standard
-	// variables (OTEL_EXPORTER_OTLP_HEADERS, _TIMEOUT, _COMPRESSION, _CERTIFICATE, and
-	// their TRACES_ forms).
+	// OTLPEndpoint is the full URL spans are POSTed to over OTLP/HTTP in the JSON
+	// encoding (Content-Type application/json), e.g. http://localhost:4318/v1/traces.
+	// EndpointFromEnv derives it from the standard OTEL_EXPORTER_OTLP_* variables. Each
+	// export, retries included, gives up after 10 seconds; requests are not compressed,
+	// and https uses the system's roots (OTEL_EXPORTER_OTLP_TIMEOUT, _COMPRESSION and
+	// _CERTIFICATE are not read).
 	OTLPEndpoint string
+	// Headers are added to every OTLP request, e.g. an API key; HeadersFromEnv reads
+	// them from OTEL_EXPORTER_OTLP_HEADERS.
+	Headers map[string]string
 	// File is a path that spans are written to as JSON lines, one span per line (the
 	// stdouttrace format), for a --trace-file flag. The file is created or truncated.
 	File string
@@ -83,6 +87,38 @@ func EndpointFromEnv(lookup func(string) (string, bool)) string {
 		return strings.TrimRight(strings.TrimSpace(v), "/") + "/v1/traces"
 	}
 	return ""
+}
+
+// HeadersFromEnv returns the headers of OTLP requests that the standard variables name,
+// or nil when neither is set: OTEL_EXPORTER_OTLP_TRACES_HEADERS if set, else
+// OTEL_EXPORTER_OTLP_HEADERS. Each is a comma-separated list of key=value pairs whose
+// values are percent-decoded (as in W3C Baggage); a malformed pair is skipped. lookup is
+// os.LookupEnv or a test's stand-in.
+func HeadersFromEnv(lookup func(string) (string, bool)) map[string]string {
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS"} {
+		v, ok := lookup(name)
+		if !ok || strings.TrimSpace(v) == "" {
+			continue
+		}
+		headers := map[string]string{}
+		for pair := range strings.SplitSeq(v, ",") {
+			key, value, ok := strings.Cut(pair, "=")
+			if !ok {
+				continue
+			}
+			value, err := url.PathUnescape(value)
+			key, value = strings.TrimSpace(key), strings.TrimSpace(value)
+			if err != nil || checkHeader(key, value) != nil {
+				continue
+			}
+			headers[key] = value
+		}
+		if len(headers) == 0 {
+			return nil
+		}
+		return headers
+	}
+	return nil
 }
 
 // Tracing owns the exporters of one process. Its methods are safe for concurrent use, and
@@ -124,6 +160,9 @@ func Setup(ctx context.Context, cfg Config) (*Tracing, error) {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return nil, fmt.Errorf("OTLP endpoint %q: want an http:// or https:// URL", cfg.OTLPEndpoint)
 		}
+		if err := checkHeaders(cfg.Headers); err != nil {
+			return nil, err
+		}
 	}
 	res, err := newResource(ctx, cfg)
 	if err != nil {
@@ -142,11 +181,7 @@ func Setup(ctx context.Context, cfg Config) (*Tracing, error) {
 		exporters = append(exporters, exp)
 	}
 	if cfg.OTLPEndpoint != "" {
-		exp, err := newOTLPExporter(ctx, cfg.OTLPEndpoint)
-		if err != nil {
-			return fail(fmt.Errorf("OTLP exporter: %w", err))
-		}
-		exporters = append(exporters, exp)
+		exporters = append(exporters, newOTLPExporter(cfg.OTLPEndpoint, cfg.Headers))
 	}
 	opts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
 	for _, exp := range exporters {

@@ -177,6 +177,8 @@ func TestSetupErrors(t *testing.T) {
 		{"endpoint without a scheme", Config{OTLPEndpoint: "localhost:4318"}},
 		{"endpoint with another scheme", Config{OTLPEndpoint: "grpc://localhost:4317"}},
 		{"bad endpoint with a good file", Config{OTLPEndpoint: "://nope", File: filepath.Join(dir, "ok.jsonl")}},
+		{"header name with a space", Config{OTLPEndpoint: "http://localhost:4318/v1/traces", Headers: map[string]string{"bad key": "1"}}},
+		{"header value with a line break", Config{OTLPEndpoint: "http://localhost:4318/v1/traces", Headers: map[string]string{"k": "a\r\nb"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
