@@ -42,11 +42,7 @@ func NewCmdAgents(deps *Deps, listF func(context.Context, AgentsListOptions) err
 		Short: "List a session's agents as stored on disk",
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			cwd, err := deps.Getwd()
-			if err != nil {
-				return fmt.Errorf("get working directory: %w", err)
-			}
-			home, err := stokeHome(deps, cwd)
+			cwd, home, err := projectPaths(deps)
 			if err != nil {
 				return err
 			}

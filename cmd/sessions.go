@@ -41,11 +41,7 @@ func NewCmdSessions(deps *Deps, listF func(context.Context, SessionsListOptions)
 		Short: "List the stored sessions of this working directory",
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			cwd, err := deps.Getwd()
-			if err != nil {
-				return fmt.Errorf("get working directory: %w", err)
-			}
-			home, err := stokeHome(deps, cwd)
+			cwd, home, err := projectPaths(deps)
 			if err != nil {
 				return err
 			}
@@ -81,4 +77,14 @@ func listSessions(_ context.Context, opts SessionsListOptions) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.SessionID, s.UpdatedAt.Local().Format(time.DateTime), s.Model)
 	}
 	return tw.Flush()
+}
+
+// projectPaths returns the working directory and $STOKE_HOME, for the commands that read
+// what is stored on disk.
+func projectPaths(deps *Deps) (cwd, home string, err error) {
+	if cwd, err = deps.Getwd(); err != nil {
+		return "", "", fmt.Errorf("get working directory: %w", err)
+	}
+	home, err = stokeHome(deps, cwd)
+	return cwd, home, err
 }
