@@ -11,6 +11,7 @@ import (
 	"github.com/tidwall/gjson"
 	"go.uber.org/goleak"
 
+	"github.com/stoke-cli/stoke/agents/llm/price"
 	"github.com/stoke-cli/stoke/agents/llm/scripted"
 	"github.com/stoke-cli/stoke/streamjson"
 )
@@ -290,4 +291,31 @@ func loadScenario(t *testing.T, path string) *scripted.Model {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// total_cost_usd prices every assistant line by its model; unknown and scripted models cost 0.
+func TestRunTotalCost(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		model string
+		want  bool
+	}{{"priced-model", true}, {"scripted", false}} {
+		t.Run(tc.model, func(t *testing.T) {
+			t.Parallel()
+			var out bytes.Buffer
+			o := opts(t, model(t, "model: "+tc.model+"\nrules:\n  - reply:\n      text: ok\n      usage: {input_tokens: 1000000, output_tokens: 1000000}\n"), &out)
+			o.Prices = price.Default().With(map[string]price.Price{"priced-model": {Input: 2, Output: 8}})
+			if err := Run(t.Context(), o); err != nil {
+				t.Fatal(err)
+			}
+			ls := lines(t, out.String())
+			got := ls[len(ls)-1].Get("total_cost_usd").Float()
+			if tc.want && got != 10 {
+				t.Errorf("total_cost_usd = %v, want 10", got)
+			}
+			if !tc.want && got != 0 {
+				t.Errorf("total_cost_usd = %v, want 0", got)
+			}
+		})
+	}
 }
