@@ -354,3 +354,32 @@ func TestParseTaskID(t *testing.T) {
 		}
 	}
 }
+
+// A message queued into a turn that is then cancelled is not lost silently: the outcome and
+// the parent's notification say it was not delivered.
+func TestQueuedMessageOfCancelledTurnReported(t *testing.T) {
+	t.Parallel()
+	g := newGate("partial", "never")
+	h := newHarness(t, g.gen)
+	id := h.launchBG("investigate")
+	g.wait(t)
+	if res := h.send(id, "also look at X"); res.Continuation != "queued" {
+		t.Fatalf("send = %+v", res)
+	}
+	if _, err := h.reg.Stop(id); err != nil {
+		t.Fatal(err)
+	}
+	row := h.collect(id)
+	if row.LastOutcome.Undelivered != 1 {
+		t.Fatalf("undelivered = %d, want 1", row.LastOutcome.Undelivered)
+	}
+	h.mu.Lock()
+	note := h.notes[len(h.notes)-1].Text()
+	h.mu.Unlock()
+	if !strings.Contains(note, "1 message(s) sent to it with send_message were not delivered") {
+		t.Errorf("notification = %q", note)
+	}
+	if res := formatOutcome(row); !strings.Contains(res.Content, "not delivered") {
+		t.Errorf("collect = %q", res.Content)
+	}
+}

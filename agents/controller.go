@@ -243,7 +243,8 @@ func (r *Registry) finishTurn(c *controller, e *entry, t turn, res TurnResult) {
 		}
 		e.row.Status, e.row.UpdatedAt, e.row.EndedAt = status, now, now
 		e.row.Interrupted = interrupted
-		e.row.LastOutcome = Outcome{Text: res.FinalText, Reason: res.Reason, Error: errText, Interrupted: interrupted, Usage: usage, Worktree: worktree}
+		e.row.LastOutcome = Outcome{Text: res.FinalText, Reason: res.Reason, Error: errText, Interrupted: interrupted, Usage: usage, Worktree: worktree, Undelivered: len(e.queue)}
+		e.queue = nil
 		if c.tr != nil {
 			_ = c.tr.Write(Record{Type: RecordTurn, Turn: t.n, Status: string(status), Summary: res.FinalText})
 			_ = c.tr.Sync()
@@ -338,6 +339,9 @@ func NotificationText(row Row, toolUseID, status string) string {
 	}
 	if row.LastOutcome.Worktree != "" {
 		summary += " " + row.LastOutcome.Worktree
+	}
+	if n := row.LastOutcome.Undelivered; n > 0 {
+		summary += fmt.Sprintf(" %d message(s) sent to it with send_message were not delivered.", n)
 	}
 	fmt.Fprintf(&b, "<summary>%s</summary>\n", summary)
 	fmt.Fprintf(&b, "<result>%s</result>\n", row.LastOutcome.Text)

@@ -41,6 +41,9 @@ type Outcome struct {
 	Usage       streamjson.TaskUsage `json:"usage"`
 	// Worktree says what became of the turn's isolated worktree, when it had one.
 	Worktree string `json:"worktree,omitempty"`
+	// Undelivered counts send_message messages queued into the turn that it ended before
+	// reading (a failed or cancelled turn): the parent is told, so nothing is lost silently.
+	Undelivered int `json:"undelivered,omitempty"`
 }
 
 // Row is a task's plain, serializable record.

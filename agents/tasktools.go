@@ -127,6 +127,9 @@ func formatOutcome(row Row) tools.Result {
 	if o.Worktree != "" {
 		fmt.Fprintf(&b, "\n%s", o.Worktree)
 	}
+	if o.Undelivered > 0 {
+		fmt.Fprintf(&b, "\n%d message(s) sent with send_message were not delivered: the turn ended first.", o.Undelivered)
+	}
 	return tools.Result{Content: b.String(), IsError: row.Status == StatusFailed}
 }
 
