@@ -112,7 +112,10 @@ type RegistryConfig struct {
 
 // Registry owns the session's task rows and the resident controllers of their runtimes.
 type Registry struct {
-	cfg    RegistryConfig
+	cfg RegistryConfig
+	// parent is the run's context; ctx (derived from it, replaced by Reset) is the lifetime
+	// of the turns. Both are read under mu once the registry is in use.
+	parent context.Context
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	wg     sync.WaitGroup
@@ -174,6 +177,7 @@ func NewRegistry(ctx context.Context, cfg RegistryConfig) *Registry {
 	}
 	rctx, cancel := context.WithCancelCause(ctx)
 	return &Registry{
+		parent:      ctx,
 		cfg:         cfg,
 		ctx:         rctx,
 		cancel:      cancel,
@@ -696,9 +700,10 @@ func (r *Registry) CancelAll(cause error) {
 func (r *Registry) Shutdown() {
 	r.mu.Lock()
 	r.closed = true
+	cancel := r.cancel
 	r.mu.Unlock()
 	r.CancelAll(ErrShutdown)
-	r.cancel(ErrShutdown)
+	cancel(ErrShutdown)
 	r.wg.Wait()
 	r.mu.Lock()
 	cs := make([]*controller, 0, len(r.controllers))
@@ -717,6 +722,10 @@ func (r *Registry) Reset() {
 	r.Shutdown()
 	r.mu.Lock()
 	r.entries = make(map[TaskID]*entry)
+	if r.parent.Err() == nil { // the run goes on: the registry takes work again
+		r.ctx, r.cancel = context.WithCancelCause(r.parent)
+		r.closed = false
+	}
 	r.mu.Unlock()
 }
 

@@ -388,3 +388,19 @@ func jsonEqual(t *testing.T, a, b any) bool {
 	t.Helper()
 	return mustJSON(t, a) == mustJSON(t, b)
 }
+
+// After Reset the registry holds no rows and takes new work.
+func TestResetForgetsRowsAndTakesNewWork(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, replyText("ok"))
+	old := h.launchBG("first")
+	h.collect(old)
+	h.reg.Reset()
+	if rows := h.reg.List(); len(rows) != 0 {
+		t.Fatalf("rows after Reset: %v", rows)
+	}
+	id := h.launchBG("after reset")
+	if row := h.collect(id); row.Status != StatusCompleted {
+		t.Fatalf("launch after Reset: %+v", row)
+	}
+}
