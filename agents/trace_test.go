@@ -38,7 +38,7 @@ func TestSpansOneTracePerTurn(t *testing.T) {
 		}
 		a := map[string]string{}
 		for _, kv := range s.Attributes {
-			a[string(kv.Key)] = kv.Value.Emit()
+			a[string(kv.Key)] = kv.Value.String()
 		}
 		turns = append(turns, turnSpan{s.SpanContext.TraceID().String(), s.SpanContext.SpanID().String(), a})
 	}
