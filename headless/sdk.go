@@ -134,9 +134,14 @@ func applyInitialize(opts *Options, raw json.RawMessage) (map[string][]hookMatch
 	}
 	opts.SDK.AppendSystemPrompt = joinPrompt(opts.SDK.AppendSystemPrompt, req.AppendSystemPrompt)
 	opts.SDK.Agents = append(opts.SDK.Agents, defs...)
-	for name := range req.Hooks {
+	for name, ms := range req.Hooks {
 		if !hookEventSupported(name) {
 			opts.Logger.Warn("SDK hook event not supported: its callbacks are never invoked", "event", name)
+		}
+		for _, m := range ms {
+			if err := m.valid(); err != nil {
+				opts.Logger.Warn("SDK hook matcher is not a regular expression: it matches nothing", "event", name, "matcher", m.Matcher, "err", err)
+			}
 		}
 	}
 	if len(req.JSONSchema) > 0 && string(req.JSONSchema) != "null" {
@@ -253,17 +258,17 @@ type sdkState struct {
 	turn        *turnHandle // the running parent turn; nil between turns
 	state       string      // the last session state written ("" before any)
 	initialized bool        // the initialize request has been answered
+	// taskTypes maps task ids to subagent types, for SubagentStop (with such hooks only).
+	taskTypes map[string]string
 
 	hookWG  sync.WaitGroup // hook callbacks fired without waiting (SubagentStart/Stop)
 	hookCtx context.Context
 	hookEnd context.CancelFunc
 }
 
-// turnHandle is the running parent turn; compared by pointer, so a late cleanup cannot
-// clear a newer turn's handle. It keeps the turn's context for the one caller that has
-// none of its own: the Stop callbacks, run from agents.Inbox.Settle.
+// turnHandle is the running parent turn's cancel function; compared by pointer, so a late
+// cleanup cannot clear a newer turn's handle.
 type turnHandle struct {
-	ctx    context.Context
 	cancel context.CancelCauseFunc
 }
 
@@ -273,7 +278,7 @@ func newSDKState(ctx context.Context, cp *controlPlane, opts Options) *sdkState 
 		mode = tools.ModeDefault
 	}
 	hctx, hend := context.WithCancel(context.WithoutCancel(ctx))
-	st := &sdkState{cp: cp, opts: opts.SDK, mode: mode, hookCtx: hctx, hookEnd: hend}
+	st := &sdkState{cp: cp, opts: opts.SDK, mode: mode, hookCtx: hctx, hookEnd: hend, taskTypes: map[string]string{}}
 	if cp != nil {
 		st.hooks = cp.hooks
 	}
@@ -303,7 +308,7 @@ func (st *sdkState) catalog() agents.Catalog {
 func (s *session) beginTurn(ctx context.Context) (context.Context, func()) {
 	st := s.sdk
 	tctx, cancel := context.WithCancelCause(ctx)
-	h := &turnHandle{ctx: tctx, cancel: cancel}
+	h := &turnHandle{cancel: cancel}
 	st.mu.Lock()
 	st.turn = h
 	st.mu.Unlock()
@@ -334,16 +339,6 @@ func (st *sdkState) interruptTurn() bool {
 	}
 	h.cancel(errHostInterrupt)
 	return true
-}
-
-// turnCtx is the running turn's context, or the hook callbacks' between turns.
-func (st *sdkState) turnCtx() context.Context {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if st.turn != nil {
-		return st.turn.ctx
-	}
-	return st.hookCtx
 }
 
 // hostTurnEnd handles a parent turn that the host or the budget ended (and not the run's
@@ -384,13 +379,22 @@ func (s *session) observe(ev streamjson.Event) {
 			h.cancel(ErrMaxBudget)
 		}
 	case *streamjson.TaskStarted:
+		if !st.hasHooks(hookSubagentStart) && !st.hasHooks(hookSubagentStop) {
+			return
+		}
+		st.mu.Lock()
+		st.taskTypes[e.TaskID] = e.SubagentType
+		st.mu.Unlock()
 		s.fireHook(hookSubagentStart, e.SubagentType, map[string]any{
 			"agent_id": e.TaskID, "agent_type": e.SubagentType,
 		})
 	case *streamjson.TaskNotification:
-		s.fireHook(hookSubagentStop, "", map[string]any{
-			"agent_id": e.TaskID, "agent_transcript_path": e.OutputFile, "stop_hook_active": false,
-			"last_assistant_message": e.Summary,
+		st.mu.Lock()
+		typ := st.taskTypes[e.TaskID]
+		st.mu.Unlock()
+		s.fireHook(hookSubagentStop, typ, map[string]any{
+			"agent_id": e.TaskID, "agent_type": typ, "agent_transcript_path": e.OutputFile,
+			"stop_hook_active": false, "last_assistant_message": e.Summary,
 		})
 	}
 }
@@ -545,15 +549,15 @@ func endedBeforeStart(cause error) error {
 }
 
 // sdkParent adds the SDK host's parts to the parent's runtime configuration: the model
-// set_model switches, the Stop callbacks around the inbox, and the stream_event lines of
-// --include-partial-messages.
+// set_model switches, the host's Stop callbacks after the settings' Stop hooks, and the
+// stream_event lines of --include-partial-messages.
 func (s *session) sdkParent(cfg agents.RuntimeConfig) agents.RuntimeConfig {
 	st := s.sdk
 	if st.model != nil {
 		cfg.Model = st.model
 	}
-	if st.hasHooks(hookStop) && cfg.Inbox != nil {
-		cfg.Inbox = &stopHookInbox{Inbox: cfg.Inbox, s: s}
+	if st.hasHooks(hookStop) {
+		cfg.StopHook = s.withStopCallbacks(cfg.StopHook)
 	}
 	if st.opts.IncludePartialMessages {
 		name := s.opts.ModelName

@@ -11,7 +11,6 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/stoke-cli/stoke/agents"
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/streamjson"
@@ -42,6 +41,15 @@ type hookMatcher struct {
 	CallbackIDs []string `json:"hookCallbackIds"`
 	// Timeout in seconds; 0 is hookTimeout.
 	Timeout float64 `json:"timeout"`
+}
+
+// valid reports whether the matcher compiles.
+func (m hookMatcher) valid() error {
+	if m.Matcher == "" || m.Matcher == "*" {
+		return nil
+	}
+	_, err := regexp.Compile("^(?:" + m.Matcher + ")$")
+	return err
 }
 
 // matches reports whether m applies to any of names. Empty and "*" match everything;
@@ -206,34 +214,26 @@ func (s *session) userTurn(ctx context.Context, msg llm.Message, perTurnResult b
 	return nil
 }
 
-// stopHookInbox wraps the parent's inbox: when the parent would end its turn, the Stop
-// callbacks may block that, and their reason becomes its next instruction.
-type stopHookInbox struct {
-	agents.Inbox
-	s      *session
-	active bool // a Stop callback has already blocked this turn (stop_hook_active)
-}
-
-// Settle implements agents.Inbox. It is called from the goroutine running the parent turn.
-func (h *stopHookInbox) Settle(final string) []llm.Message {
-	if more := h.Inbox.Settle(final); len(more) > 0 {
-		return more
-	}
-	ctx := h.s.sdk.turnCtx()
-	if ctx.Err() != nil {
-		return nil
-	}
-	outs := h.s.runHooks(ctx, hookStop, nil, "", map[string]any{
-		"stop_hook_active": h.active, "last_assistant_message": final,
-	})
-	for _, o := range outs {
-		if reason, ok := o.blocked(); ok {
-			h.active = true
-			return []llm.Message{llm.UserText(reason)}
+// withStopCallbacks adds the host's Stop callbacks to a parent's stop hook (the settings'
+// command hooks, asked first): when the parent would end its turn, a callback that blocks
+// makes it go on with the reason as its next instruction.
+func (s *session) withStopCallbacks(inner func(context.Context, string, bool) string) func(context.Context, string, bool) string {
+	return func(ctx context.Context, final string, active bool) string {
+		if inner != nil {
+			if goOn := inner(ctx, final, active); goOn != "" {
+				return goOn
+			}
 		}
+		outs := s.runHooks(ctx, hookStop, nil, "", map[string]any{
+			"stop_hook_active": active, "last_assistant_message": final,
+		})
+		for _, o := range outs {
+			if reason, ok := o.blocked(); ok {
+				return reason
+			}
+		}
+		return ""
 	}
-	h.active = false
-	return nil
 }
 
 // hookedTools wraps a tool set so that the PreToolUse and PostToolUse callbacks run

@@ -127,7 +127,7 @@ func TestSDKSubagentHooks(t *testing.T) {
 	t.Parallel()
 	m := model(t, nonceScenario)
 	h := startHost(t, sdkOpts(t, m))
-	h.request("i", `{"subtype":"initialize","hooks":{"SubagentStart":[{"matcher":"general-purpose","hookCallbackIds":["start"]}],"SubagentStop":[{"hookCallbackIds":["stop"]}]}}`)
+	h.request("i", `{"subtype":"initialize","hooks":{"SubagentStart":[{"matcher":"general-purpose","hookCallbackIds":["start"]}],"SubagentStop":[{"matcher":"general-.*","hookCallbackIds":["stop"]},{"matcher":"Explore","hookCallbackIds":["never"]}]}}`)
 	h.user("Keep NONCE-77 safe")
 	// The callbacks are notifications, not waited for: the last ones may come after the
 	// last result, so the host answers until it has seen two of each.
@@ -147,7 +147,10 @@ func TestSDKSubagentHooks(t *testing.T) {
 	if len(seen["start"]) != 2 || seen["start"][0].Get("agent_type").Str != "general-purpose" || seen["start"][0].Get("agent_id").Str == "" {
 		t.Errorf("SubagentStart inputs = %v", seen["start"])
 	}
-	if len(seen["stop"]) != 2 || seen["stop"][1].Get("last_assistant_message").Str != "NONCE-77" {
+	if len(seen["never"]) != 0 {
+		t.Errorf("a SubagentStop matcher for another agent type fired: %v", seen["never"])
+	}
+	if len(seen["stop"]) != 2 || seen["stop"][1].Get("last_assistant_message").Str != "NONCE-77" || seen["stop"][1].Get("agent_type").Str != "general-purpose" {
 		t.Errorf("SubagentStop inputs = %v", seen["stop"])
 	}
 }

@@ -3,7 +3,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { setup, run, results, ofType } from "../harness.mjs";
+import { query, setup, run, results, ofType, userMessage } from "../harness.mjs";
 
 test("canUseTool denies a write: the tool is refused and the file is unchanged", async (t) => {
   const asked = [];
@@ -41,4 +41,53 @@ test("canUseTool allows a write with updated input: the tool runs on the app's i
   const { messages } = await run("Write some notes.", opts);
   assert.equal(readFileSync(join(dir, "notes.txt"), "utf8"), "rewritten by the app\n");
   assert.equal(results(messages)[0].subtype, "success");
+});
+
+test("a PreToolUse hook denies a write that the permission mode allows", async (t) => {
+  const inputs = [];
+  const { dir, opts, stderr } = setup(t, "sdk-permissions.yaml", {
+    permissionMode: "acceptEdits",
+    hooks: {
+      PreToolUse: [{
+        matcher: "Write|Edit",
+        hooks: [async (input) => {
+          inputs.push(input);
+          return { hookSpecificOutput: { hookEventName: "PreToolUse", permissionDecision: "deny", permissionDecisionReason: "the hook says no" } };
+        }],
+      }],
+    },
+  });
+  const { messages } = await run("Write some notes.", opts);
+  assert.equal(inputs.length, 1, `hook inputs ${JSON.stringify(inputs)}\nstderr: ${stderr.join("")}`);
+  assert.equal(inputs[0].hook_event_name, "PreToolUse");
+  assert.equal(inputs[0].tool_name, "Write");
+  assert.equal(inputs[0].tool_input.file_path, "notes.txt");
+  assert.equal(existsSync(join(dir, "notes.txt")), false, "the file was not written");
+  assert.match(results(messages)[0].result, /the hook says no/);
+});
+
+test("setPermissionMode mid-session: a write refused in default mode runs after acceptEdits", async (t) => {
+  const { dir, opts } = setup(t, "sdk-permissions.yaml");
+  let q;
+  let release;
+  const released = new Promise((r) => (release = r));
+  async function* prompt() {
+    yield userMessage("Write some notes.");
+    await released;
+    yield userMessage("Write some notes again.");
+  }
+  q = query({ prompt: prompt(), options: opts });
+  const rs = [];
+  for await (const m of q) {
+    if (m.type !== "result") continue;
+    rs.push(m);
+    if (rs.length === 1) {
+      assert.equal(existsSync(join(dir, "notes.txt")), false, "default mode refuses the write");
+      await q.setPermissionMode("acceptEdits");
+      release();
+    }
+  }
+  assert.equal(rs.length, 2);
+  assert.match(rs[0].result, /acceptEdits|not allow|approve/);
+  assert.equal(readFileSync(join(dir, "notes.txt"), "utf8"), "written by the model\n");
 });
