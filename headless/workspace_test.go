@@ -17,7 +17,7 @@ rules:
     reply:
       tool_calls:
         - name: send_message
-          input: {task_id: '{{ lastMatch "<task-id>([^<]+)</task-id>" }}', message: "more"}
+          input: {task_id: '{{ lastMatch "task_id: (a[0-9a-f]{16})" }}', message: "more"}
   - agent: parent
     when: {last_user_contains: "<turn>2</turn>"}
     reply: {text: "second turn done"}
@@ -66,17 +66,25 @@ func TestBranchSwitchReleasesResidents(t *testing.T) {
 
 			lines := bufio.NewScanner(outR)
 			var all []string
-			results := 0
-			waitResults := func(n int) {
-				for results < n && lines.Scan() {
+			// readUntilNotified reads until the parent has read the agent's notification:
+			// a task_notification line, then the result of the turn that read it (the
+			// notification may be read inside the first turn or in a turn of its own).
+			readUntilNotified := func() {
+				notified := false
+				for lines.Scan() {
 					all = append(all, lines.Text())
-					if gjson.Get(lines.Text(), "type").String() == "result" {
-						results++
+					switch gjson.Get(lines.Text(), "type").String() + "/" + gjson.Get(lines.Text(), "subtype").String() {
+					case "system/task_notification":
+						notified = true
+					case "result/success":
+						if notified {
+							return
+						}
 					}
 				}
 			}
 			io.WriteString(inW, `{"type":"user","message":{"role":"user","content":"launch"}}`+"\n")
-			waitResults(2) // the prompt's turn, then the turn that reads the notification
+			readUntilNotified()
 			if tc.checkout {
 				if out, err := exec.Command("git", "-C", repo, "checkout", "-q", "-b", "other").CombinedOutput(); err != nil {
 					t.Fatalf("checkout: %v %s", err, out)
