@@ -55,7 +55,8 @@ bench:
 
 # The product's proof on the bundled scripted model: a background agent keeps a nonce, is
 # continued with send_message on the same task id, and answers from the history it kept.
-demo: build
+demo:
+	@$(GO) build -o $(BIN) .
 	@./$(BIN) -p "Keep NONCE-$$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n' | tr a-f A-F) safe with a background agent, then ask it for the nonce." \
 		--scenario scenarios/nonce-memory.yaml --output-format stream-json --verbose
 
