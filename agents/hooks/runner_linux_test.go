@@ -60,7 +60,9 @@ func TestRunContextCancel(t *testing.T) {
 		opened <- err
 	}()
 	r := &Runner{Dir: dir}
-	slow := hook(`echo $$ > shell.pid; sleep 30 & echo $! > child.pid; echo up > started; wait`)
+	// Both hooks run at once: each records its child's pid in its own file, written whole
+	// (rename) so that a hook killed half-way leaves no empty file behind.
+	slow := hook(`sleep 30 & echo $! > child.$$.tmp && mv child.$$.tmp child.$$.pid; echo up > started; wait`)
 	start := time.Now()
 	_, err := r.Run(ctx, SubagentStop, []Hook{slow, slow}, Input{})
 	if !errors.Is(err, context.Canceled) {
@@ -72,7 +74,13 @@ func TestRunContextCancel(t *testing.T) {
 	if err := <-opened; err != nil {
 		t.Fatal(err)
 	}
-	assertDead(t, filepath.Join(dir, "child.pid"))
+	pids, _ := filepath.Glob(filepath.Join(dir, "child.*.pid"))
+	if len(pids) == 0 {
+		t.Fatal("no hook recorded its child's pid")
+	}
+	for _, p := range pids {
+		assertDead(t, p)
+	}
 
 	// A context that has already ended runs nothing.
 	_, err = r.Run(ctx, Stop, []Hook{hook(`touch ran`)}, Input{})
