@@ -22,21 +22,18 @@
 package mockllm
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"iter"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/llm/llmtest"
 )
 
 // Option configures a Server.
@@ -94,18 +91,13 @@ func WithPrefixCache(minTokens int) Option {
 
 // Server is a running mock. Create it with New; Close it when done.
 type Server struct {
-	model  llm.Model
-	cfg    config
-	cache  *prefixCache // nil unless WithPrefixCache
-	srv    *httptest.Server
-	cancel context.CancelFunc
-	close  sync.Once
+	model llm.Model
+	cfg   config
+	cache *prefixCache // nil unless WithPrefixCache
+	lb    *llmtest.Loopback
 
 	seq atomic.Int64 // completion ids
 
-	mu       sync.Mutex
-	requests [][]byte
-	failed   int // requests answered with cfg.failStatus so far
 }
 
 // New starts a server on a loopback port that answers from model.
@@ -117,57 +109,36 @@ func New(model llm.Model, opts ...Option) *Server {
 	if s.cfg.prefixCache {
 		s.cache = newPrefixCache(s.cfg.prefixMin)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s.cancel = cancel
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/chat/completions", s.serveCompletions)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("unknown url %s", r.URL.Path))
 	})
-	s.srv = httptest.NewUnstartedServer(mux)
-	// Requests derive from ctx, so Close cancels in-flight model calls instead of
-	// waiting for them.
-	s.srv.Config.BaseContext = func(net.Listener) context.Context { return ctx }
-	s.srv.Start()
+	// Close cancels in-flight model calls instead of waiting for them.
+	s.lb = llmtest.NewLoopback(mux, s.cfg.failFirst)
 	return s
 }
 
 // URL is the OpenAI base URL, ending in /v1.
-func (s *Server) URL() string { return s.srv.URL + "/v1" }
+func (s *Server) URL() string { return s.lb.BaseURL() + "/v1" }
 
 // Client returns an HTTP client for the server; its idle connections are closed by Close.
-func (s *Server) Client() *http.Client { return s.srv.Client() }
+func (s *Server) Client() *http.Client { return s.lb.Client() }
 
 // Close cancels in-flight model calls, then shuts the server down and waits for its
 // handlers to return. Calling it again does nothing.
-func (s *Server) Close() {
-	s.close.Do(func() {
-		s.cancel()
-		s.srv.Close()
-	})
-}
+func (s *Server) Close() { s.lb.Close() }
 
 // Requests returns a copy of every request body received so far, in arrival order,
 // including the ones answered with an error.
-func (s *Server) Requests() [][]byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([][]byte, len(s.requests))
-	for i, b := range s.requests {
-		out[i] = append([]byte(nil), b...)
-	}
-	return out
-}
+func (s *Server) Requests() [][]byte { return s.lb.Requests() }
 
 func (s *Server) serveCompletions(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
+	body, err := s.lb.Record(r)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "read body: "+err.Error())
 		return
 	}
-	s.mu.Lock()
-	s.requests = append(s.requests, body)
-	s.mu.Unlock()
 
 	if r.Method != http.MethodPost {
 		writeError(w, http.StatusMethodNotAllowed, "method not allowed: "+r.Method)
@@ -177,7 +148,7 @@ func (s *Server) serveCompletions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnauthorized, "Incorrect API key provided.")
 		return
 	}
-	if s.failNow() {
+	if s.lb.FailNow() {
 		w.Header().Set("Retry-After-Ms", "10")
 		writeError(w, s.cfg.failStatus, fmt.Sprintf("injected failure (HTTP %d)", s.cfg.failStatus))
 		return
@@ -215,17 +186,6 @@ func (s *Server) serveCompletions(w http.ResponseWriter, r *http.Request) {
 	} else {
 		s.complete(w, id, model, in, events)
 	}
-}
-
-// failNow reports whether this request is one of the first cfg.failFirst.
-func (s *Server) failNow() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.failed >= s.cfg.failFirst {
-		return false
-	}
-	s.failed++
-	return true
 }
 
 func (s *Server) stream(w http.ResponseWriter, id, model string, includeUsage bool, in *promptUsage, events iter.Seq2[llm.Event, error]) {

@@ -336,32 +336,6 @@ func TestRequestConversion(t *testing.T) {
 	}
 }
 
-func TestAgentOf(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name   string
-		system string
-		tools  []string
-		want   string
-	}{
-		{"task tool means parent", "Agent type: Explore", []string{"read_file", "task"}, "parent"},
-		{"agent type line", "You are a subagent.\nAgent type: code-reviewer\nBe brief.", []string{"read_file"}, "code-reviewer"},
-		{"default", "You are a helper.", nil, "general-purpose"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			req := &llm.Request{System: tt.system}
-			for _, n := range tt.tools {
-				req.Tools = append(req.Tools, llm.ToolSpec{Name: n})
-			}
-			if got := agentOf(req); got != tt.want {
-				t.Errorf("agentOf = %q, want %q", got, tt.want)
-			}
-		})
-	}
-}
-
 func TestRejectsWhatTheAPIRejects(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

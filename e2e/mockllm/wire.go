@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/llm/llmtest"
 )
 
 // The OpenAI chat-completions wire shapes, as much of them as stoke uses.
@@ -217,7 +218,7 @@ func toRequest(body chatRequest) (*llm.Request, error) {
 		return nil, fmt.Errorf("%w: an assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'", errBadRequest)
 	}
 	req.System = strings.Join(system, "\n\n")
-	req.Agent = agentOf(req)
+	req.Agent = llmtest.AgentOf(req)
 	return req, nil
 }
 
@@ -256,23 +257,6 @@ func rawArguments(args string) json.RawMessage {
 		b, _ := json.Marshal(args)
 		return b
 	}
-}
-
-var agentTypeLine = regexp.MustCompile(`Agent type: ([A-Za-z0-9_-]+)`)
-
-// agentOf names who is asking: "parent" when the task tool is declared (only the parent
-// gets it), else the subagent type from the "Agent type: X" line the runtime writes into
-// every subagent's system prompt, else "general-purpose".
-func agentOf(req *llm.Request) string {
-	for _, t := range req.Tools {
-		if t.Name == "task" {
-			return "parent"
-		}
-	}
-	if m := agentTypeLine.FindStringSubmatch(req.System); m != nil {
-		return m[1]
-	}
-	return "general-purpose"
 }
 
 // finishReason maps a stop reason to OpenAI's finish_reason.

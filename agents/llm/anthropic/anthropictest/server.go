@@ -29,20 +29,17 @@
 package anthropictest
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"iter"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/llm/llmtest"
 )
 
 // Option configures a Server.
@@ -78,18 +75,13 @@ func WithMinCacheTokens(n int64) Option { return func(c *config) { c.minCache = 
 
 // Server is a running mock. Create it with New; Close it when done.
 type Server struct {
-	model  llm.Model
-	cfg    config
-	cache  *promptCache
-	srv    *httptest.Server
-	cancel context.CancelFunc
-	close  sync.Once
+	model llm.Model
+	cfg   config
+	cache *promptCache
+	lb    *llmtest.Loopback
 
 	seq atomic.Int64 // message and tool_use ids
 
-	mu       sync.Mutex
-	requests [][]byte
-	failed   int // requests answered with cfg.failStatus so far
 }
 
 // New starts a server on a loopback port that answers from model.
@@ -99,57 +91,36 @@ func New(model llm.Model, opts ...Option) *Server {
 		o(&s.cfg)
 	}
 	s.cache = newPromptCache(s.cfg.minCache)
-	ctx, cancel := context.WithCancel(context.Background())
-	s.cancel = cancel
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/messages", s.serveMessages)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("unknown url %s", r.URL.Path))
 	})
-	s.srv = httptest.NewUnstartedServer(mux)
-	// Requests derive from ctx, so Close cancels in-flight model calls instead of
-	// waiting for them.
-	s.srv.Config.BaseContext = func(net.Listener) context.Context { return ctx }
-	s.srv.Start()
+	// Close cancels in-flight model calls instead of waiting for them.
+	s.lb = llmtest.NewLoopback(mux, s.cfg.failFirst)
 	return s
 }
 
 // URL is the API base URL (no /v1): the anthropic provider's Config.BaseURL.
-func (s *Server) URL() string { return s.srv.URL }
+func (s *Server) URL() string { return s.lb.BaseURL() }
 
 // Client returns an HTTP client for the server; its idle connections are closed by Close.
-func (s *Server) Client() *http.Client { return s.srv.Client() }
+func (s *Server) Client() *http.Client { return s.lb.Client() }
 
 // Close cancels in-flight model calls, then shuts the server down and waits for its
 // handlers to return. Calling it again does nothing.
-func (s *Server) Close() {
-	s.close.Do(func() {
-		s.cancel()
-		s.srv.Close()
-	})
-}
+func (s *Server) Close() { s.lb.Close() }
 
 // Requests returns a copy of every request body received so far, in arrival order,
 // including the ones answered with an error.
-func (s *Server) Requests() [][]byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([][]byte, len(s.requests))
-	for i, b := range s.requests {
-		out[i] = append([]byte(nil), b...)
-	}
-	return out
-}
+func (s *Server) Requests() [][]byte { return s.lb.Requests() }
 
 func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
+	body, err := s.lb.Record(r)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "read body: "+err.Error())
 		return
 	}
-	s.mu.Lock()
-	s.requests = append(s.requests, body)
-	s.mu.Unlock()
 
 	if r.Method != http.MethodPost {
 		writeError(w, http.StatusMethodNotAllowed, "method not allowed: "+r.Method)
@@ -163,7 +134,7 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "anthropic-version: header is required")
 		return
 	}
-	if s.failNow() {
+	if s.lb.FailNow() {
 		w.Header().Set("retry-after-ms", "10")
 		writeError(w, s.cfg.failStatus, fmt.Sprintf("injected failure (HTTP %d)", s.cfg.failStatus))
 		return
@@ -181,17 +152,6 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request) {
 	} else {
 		s.complete(w, id, p.body.Model, in, events)
 	}
-}
-
-// failNow reports whether this request is one of the first cfg.failFirst.
-func (s *Server) failNow() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.failed >= s.cfg.failFirst {
-		return false
-	}
-	s.failed++
-	return true
 }
 
 func (s *Server) stream(w http.ResponseWriter, id, model string, in llm.Usage, events iter.Seq2[llm.Event, error]) {

@@ -305,27 +305,6 @@ func TestRequestConversion(t *testing.T) {
 	}
 }
 
-func TestAgentOf(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name string
-		req  *llm.Request
-		want string
-	}{
-		{"parent has the task tool", &llm.Request{Tools: []llm.ToolSpec{{Name: "read_file"}, {Name: "task"}}, System: "Agent type: x."}, "parent"},
-		{"subagent type from the system prompt", &llm.Request{System: "You help.\nAgent type: code-reviewer.\nBe brief."}, "code-reviewer"},
-		{"default", &llm.Request{System: "You help."}, "general-purpose"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			if got := agentOf(tt.req); got != tt.want {
-				t.Errorf("agentOf = %q, want %q", got, tt.want)
-			}
-		})
-	}
-}
-
 func TestRejectsWhatTheAPIRejects(t *testing.T) {
 	t.Parallel()
 	msgs := func(m ...any) []any { return m }

@@ -12,6 +12,7 @@ import (
 	"github.com/tidwall/sjson"
 
 	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/llm/llmtest"
 )
 
 // The Messages API wire shapes, as much of them as stoke uses.
@@ -147,9 +148,6 @@ const maxBreakpoints = 4
 
 var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,128}$`)
 
-// agentTypeLine is the line the runtime writes into every subagent's system prompt.
-var agentTypeLine = regexp.MustCompile(`Agent type: ([A-Za-z0-9_-]+)`)
-
 // parsed is a request body taken apart: the llm.Request handed to the model, and the
 // prompt's elements in cache order (tools, system, messages) for the prompt cache.
 type parsed struct {
@@ -192,7 +190,7 @@ func parse(raw []byte) (*parsed, error) {
 	if n > maxBreakpoints {
 		return nil, fmt.Errorf("%w: A maximum of %d blocks with cache_control may be provided. Found %d", errBadRequest, maxBreakpoints, n)
 	}
-	p.req.Agent = agentOf(p.req)
+	p.req.Agent = llmtest.AgentOf(p.req)
 	return p, nil
 }
 
@@ -403,19 +401,4 @@ func (p *parsed) add(kind string, raw json.RawMessage) {
 		}
 	}
 	p.elems = append(p.elems, e)
-}
-
-// agentOf names who is asking: "parent" when the task tool is declared (only the parent
-// gets it), else the subagent type from the "Agent type: X" line the runtime writes into
-// every subagent's system prompt, else "general-purpose".
-func agentOf(req *llm.Request) string {
-	for _, t := range req.Tools {
-		if t.Name == "task" {
-			return "parent"
-		}
-	}
-	if m := agentTypeLine.FindStringSubmatch(req.System); m != nil {
-		return m[1]
-	}
-	return "general-purpose"
 }
