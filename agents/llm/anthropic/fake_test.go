@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/llm/llmtest"
 )
 
 const testKey = "sk-ant-test-123"
@@ -185,14 +186,7 @@ func apiError(status int, typ, msg string) step {
 
 // collect ranges over one Generate call.
 func collect(ctx context.Context, m *Model, req *llm.Request) ([]llm.Event, error) {
-	var evs []llm.Event
-	for ev, err := range m.Generate(ctx, req) {
-		if err != nil {
-			return evs, err
-		}
-		evs = append(evs, ev)
-	}
-	return evs, nil
+	return llmtest.Collect(ctx, m, req)
 }
 
 // blocker is a step that reports when a request arrived, writes the given events

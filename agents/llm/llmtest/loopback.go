@@ -106,3 +106,15 @@ func AgentOf(req *llm.Request) string {
 	}
 	return "general-purpose"
 }
+
+// Collect runs one model call and returns its events, up to the first error.
+func Collect(ctx context.Context, m llm.Model, req *llm.Request) ([]llm.Event, error) {
+	var evs []llm.Event
+	for ev, err := range m.Generate(ctx, req) {
+		if err != nil {
+			return evs, err
+		}
+		evs = append(evs, ev)
+	}
+	return evs, nil
+}

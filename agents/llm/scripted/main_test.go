@@ -7,6 +7,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/llm/llmtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -23,14 +24,7 @@ func mustParse(t *testing.T, src string) *Scenario {
 
 // collect runs one Generate to its end.
 func collect(ctx context.Context, m *Model, req *llm.Request) ([]llm.Event, error) {
-	var out []llm.Event
-	for ev, err := range m.Generate(ctx, req) {
-		if err != nil {
-			return out, err
-		}
-		out = append(out, ev)
-	}
-	return out, nil
+	return llmtest.Collect(ctx, m, req)
 }
 
 // reply is the concatenated text and the tool calls of a finished call.
