@@ -297,10 +297,8 @@ func (st *sdkState) systemPrompt(builtin string) string {
 	return joinPrompt(base, st.opts.AppendSystemPrompt)
 }
 
-// catalog is the built-in subagent types plus the host's.
-func (st *sdkState) catalog() agents.Catalog {
-	return agents.NewCatalog(append(agents.BuiltinDefinitions(), st.opts.Agents...)...)
-}
+// hostAgents are the subagent types the host defined (--agents, initialize).
+func (st *sdkState) hostAgents() []agents.Definition { return st.opts.Agents }
 
 // beginTurn starts a parent turn: it returns the turn's context (cancelled by an interrupt
 // or by going over the budget) and writes the running state. end must be called when the

@@ -17,10 +17,8 @@ func (s *session) definitions() agents.Catalog {
 	for _, w := range warnings {
 		s.opts.Logger.Warn("agent definition skipped", "warning", w)
 	}
-	for name, d := range s.sdk.catalog() {
-		if d.Source != "built-in" {
-			cat[name] = d
-		}
+	for _, d := range s.sdk.hostAgents() {
+		cat[d.Name] = d
 	}
 	for name, d := range cat {
 		cat[name] = d.WithParentMode(s.opts.ApprovalMode)
