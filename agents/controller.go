@@ -274,14 +274,12 @@ func (r *Registry) finishTurn(c *controller, e *entry, t turn, res TurnResult) {
 	if e.row.Turn == t.n {
 		e.row.Notified = true
 	}
+	close(t.done)
 	prune := r.pruneLocked()
 	r.mu.Unlock()
 	for _, pc := range prune {
 		r.dispose(pc)
 	}
-	// The turn has fully settled only once the rows it evicted are disposed: collect and
-	// Wait return after that.
-	close(t.done)
 }
 
 // finalizeWorktree ends the isolated worktree of the turn that just ran, if it had one, and
