@@ -116,6 +116,7 @@ func New(model llm.Model, opts ...Option) *Server {
 	})
 	// Close cancels in-flight model calls instead of waiting for them.
 	s.lb = llmtest.NewLoopback(mux, s.cfg.failFirst)
+	s.lb.Start()
 	return s
 }
 

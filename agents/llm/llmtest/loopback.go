@@ -28,15 +28,18 @@ type Loopback struct {
 	failed   int
 }
 
-// NewLoopback starts h on a loopback port. The first failFirst calls of FailNow say yes.
+// NewLoopback prepares h on a loopback port; Start starts it (store the Loopback where
+// h finds it first). The first failFirst calls of FailNow say yes.
 func NewLoopback(h http.Handler, failFirst int) *Loopback {
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &Loopback{cancel: cancel, failFirst: failFirst}
 	l.srv = httptest.NewUnstartedServer(h)
 	l.srv.Config.BaseContext = func(net.Listener) context.Context { return ctx }
-	l.srv.Start()
 	return l
 }
+
+// Start starts serving.
+func (l *Loopback) Start() { l.srv.Start() }
 
 // BaseURL is the server's root URL (no path).
 func (l *Loopback) BaseURL() string { return l.srv.URL }

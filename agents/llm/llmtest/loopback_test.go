@@ -58,6 +58,7 @@ func TestLoopbackRecordsFailsAndCancels(t *testing.T) {
 		}
 		io.WriteString(w, "ok")
 	}), 1)
+	lb.Start()
 	post := func(body string) int {
 		resp, err := lb.Client().Post(lb.BaseURL(), "text/plain", strings.NewReader(body))
 		if err != nil {
