@@ -108,6 +108,8 @@ func TestClaudeFlagsNeverExit2(t *testing.T) {
 				val = `{"a":{"description":"d","prompt":"p"}}`
 			case "mcp-config", "settings", "managed-settings":
 				val = `{"mcpServers":{}}`
+			case "system-prompt-file", "append-system-prompt-file":
+				val = "prompt.txt" // written below: a missing file is a usage error
 			}
 			spellings = [][]string{{"--" + cf.name + "=" + val}, {"--" + cf.name, val}}
 		}
@@ -115,6 +117,7 @@ func TestClaudeFlagsNeverExit2(t *testing.T) {
 			t.Run(strings.Join(sp, " "), func(t *testing.T) {
 				t.Parallel()
 				p := sdkProcess(t)
+				writeFile(t, filepath.Join(p.cwd, "prompt.txt"), "Be brief.\n")
 				got := p.run(t, append(append([]string{}, sdkArgs...), sp...)...)
 				if got.code != 0 {
 					t.Fatalf("exit code %d, stderr %q", got.code, got.stderr)
