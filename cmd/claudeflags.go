@@ -1,9 +1,12 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -16,10 +19,15 @@ import (
 // Claude Code's flags. The Claude Agent SDK starts its executable with
 // `--output-format stream-json --verbose --input-format stream-json` and one flag per
 // option (see docs/sdk.md); scripts written for `claude -p` pass the same flags. stoke
-// declares them all, hidden, on its root command: the ones it honours change the run,
-// the others are accepted with one warning line each, so that they never make a run fail.
-// --model, --max-turns, --resume, --continue, --session-id, --verbose and --debug are
-// stoke's own flags with the same meaning.
+// declares every flag of Claude Code's CLI reference (docs/claude-code-flags.md has the
+// table and its source), hidden, on its root command. A flag stoke honours changes the
+// run. Any other flag is accepted with one warning line, except that outside SDK mode a
+// flag whose absence would change what the run does or promises (--json-schema,
+// --add-dir, --settings, ...) is refused with one line that says what to do instead: a
+// script learns at once instead of parsing output that was never produced. In SDK mode
+// (stream-json both ways) nothing is refused, as the SDK may pass any of them.
+// -p/--print, --model, --max-turns, --resume, --continue, --session-id, --bare,
+// --verbose and --debug are stoke's own flags with the same meaning.
 
 // flagType is the type of a Claude Code flag's value.
 type flagType int
@@ -29,14 +37,35 @@ const (
 	flagString          // one value: --flag=v or --flag v
 	flagList            // repeatable, each value comma separated: --add-dir a --add-dir b
 	flagFloat
+	flagOptional // an optional value, given only as --flag=v: --worktree, --worktree=name
+)
+
+// variadic says which words after a flag's first value are more of its values. Claude
+// Code declares some flags variadic (`--allowedTools <tools...>`): they take every
+// following word up to the next flag, the prompt included. stoke takes a following word
+// only when it is a value of that kind, so `--allowedTools Read "fix the bug"` leaves the
+// prompt alone.
+type variadic int
+
+const (
+	single      variadic = iota
+	moreRules            // permission rules naming tools: Read, Bash(git log:*), mcp__srv__tool
+	moreDirs             // existing directories
+	moreConfigs          // MCP configs: a .json file or a JSON object
+	moreBetas            // beta header names: interleaved-thinking-2025-05-14
 )
 
 // claudeFlag is one of Claude Code's flags.
 type claudeFlag struct {
-	name string
-	typ  flagType
+	name  string
+	short string // one-letter shorthand, if Claude Code has one
+	typ   flagType
+	more  variadic
 	// ignored says why stoke does not honour the flag; empty for a flag it honours.
 	ignored string
+	// instead, when set, refuses the flag outside SDK mode: the run exits 2 with ignored
+	// and this advice on one line.
+	instead string
 	usage   string
 }
 
@@ -44,40 +73,50 @@ type claudeFlag struct {
 func claudeFlags() []claudeFlag {
 	return []claudeFlag{
 		// Honoured.
-		{name: "permission-mode", typ: flagString, usage: "Claude Code's permission mode: default | acceptEdits (auto-edit) | bypassPermissions (yolo) | plan | dontAsk"},
+		{name: "permission-mode", typ: flagString, usage: "Claude Code's permission mode: default (manual) | acceptEdits (auto-edit) | bypassPermissions (yolo) | plan | dontAsk"},
 		{name: "dangerously-skip-permissions", typ: flagBool, usage: "the same as --approval-mode yolo"},
-		{name: "allowedTools", typ: flagList, usage: "permission rules that approve calls without asking: Write, Bash(git status), Bash(npm run:*)"},
-		{name: "allowed-tools", typ: flagList, usage: "the same as --allowedTools"},
-		{name: "disallowedTools", typ: flagList, usage: "permission rules that refuse calls; a bare tool name takes the tool away"},
-		{name: "disallowed-tools", typ: flagList, usage: "the same as --disallowedTools"},
-		{name: "tools", typ: flagString, usage: "the workspace tools offered: Read,Edit,Bash | default (all) | \"\" (none)"},
-		{name: "permission-prompt-tool", typ: flagString, usage: "stdio: put calls the permission mode refuses to the SDK host (can_use_tool)"},
+		{name: "allowedTools", typ: flagList, more: moreRules, usage: "permission rules that approve calls without asking: Write, Bash(git status), Bash(npm run:*)"},
+		{name: "allowed-tools", typ: flagList, more: moreRules, usage: "the same as --allowedTools"},
+		{name: "disallowedTools", typ: flagList, more: moreRules, usage: "permission rules that refuse calls; a bare tool name takes the tool away"},
+		{name: "disallowed-tools", typ: flagList, more: moreRules, usage: "the same as --disallowedTools"},
+		{name: "tools", typ: flagList, more: moreRules, usage: "the workspace tools offered: Read,Edit,Bash | default (all) | \"\" (none)"},
+		{name: "permission-prompt-tool", typ: flagString, ignored: "stoke has no MCP client: only stdio (an SDK host's canUseTool) is supported",
+			instead: "decide permissions with --allowedTools, --disallowedTools or --permission-mode", usage: "stdio: put calls the permission mode refuses to the SDK host (can_use_tool)"},
 		{name: "include-partial-messages", typ: flagBool, usage: "write stream_event lines with the parent's streamed reply"},
 		{name: "max-budget-usd", typ: flagFloat, usage: "end the run with error_max_budget_usd once its estimated cost is over this"},
 		{name: "system-prompt", typ: flagString, usage: "replace stoke's built-in parent system prompt"},
+		{name: "system-prompt-file", typ: flagString, usage: "replace stoke's built-in parent system prompt with a file's text"},
 		{name: "append-system-prompt", typ: flagString, usage: "add text to the parent's system prompt"},
+		{name: "append-system-prompt-file", typ: flagString, usage: "add a file's text to the parent's system prompt"},
 		{name: "agents", typ: flagString, usage: `more subagent types, as JSON: {"name": {"description": ..., "prompt": ..., "tools": [...]}}`},
 		{name: "no-session-persistence", typ: flagBool, usage: "write nothing under $STOKE_HOME for this session"},
 		{name: "await-initialize", typ: flagBool, usage: "wait for the SDK's initialize request (stoke always applies it before the first turn)"},
+		{name: "forward-subagent-text", typ: flagBool, usage: "stream subagents' messages (stoke always does)"},
+		{name: "disable-slash-commands", typ: flagBool, usage: "no skills or slash commands (stoke has none)"},
+		{name: "no-chrome", typ: flagBool, usage: "no Chrome integration (stoke has none)"},
 
 		// Accepted with a warning.
 		{name: "setting-sources", typ: flagString, ignored: "stoke reads its own settings (.stoke/settings.yaml), not Claude Code's"},
-		{name: "settings", typ: flagString, ignored: "stoke reads its own settings (.stoke/settings.yaml), not Claude Code's"},
+		{name: "settings", typ: flagString, ignored: "stoke reads its own settings (.stoke/settings.yaml), not Claude Code's",
+			instead: "pass permission rules with --allowedTools/--disallowedTools and the rest as stoke flags or in .stoke/settings.yaml"},
 		{name: "managed-settings", typ: flagString, ignored: "stoke has no managed settings"},
 		{name: "managed-settings-in-initialize", typ: flagBool, ignored: "stoke has no managed settings"},
 		{name: "initialize-fields", typ: flagString, ignored: "stoke reads no settings from the initialize request"},
-		{name: "mcp-config", typ: flagList, ignored: "stoke has no MCP client"},
+		{name: "mcp-config", typ: flagList, more: moreConfigs, ignored: "stoke has no MCP client"},
 		{name: "strict-mcp-config", typ: flagBool, ignored: "stoke has no MCP client"},
-		{name: "add-dir", typ: flagList, ignored: "the workspace tools work in the working directory only"},
+		{name: "add-dir", typ: flagList, more: moreDirs, ignored: "the workspace tools work in the working directory only",
+			instead: "run stoke in a directory that holds everything the run needs"},
 		{name: "fallback-model", typ: flagString, ignored: "stoke has no fallback model; the provider's own retries apply"},
-		{name: "betas", typ: flagString, ignored: "stoke sends no Anthropic beta headers"},
-		{name: "agent", typ: flagString, ignored: "the parent is always stoke's own agent; use --agents for subagent types"},
+		{name: "betas", typ: flagList, more: moreBetas, ignored: "stoke sends no Anthropic beta headers"},
+		{name: "agent", typ: flagString, ignored: "the parent is always stoke's own agent",
+			instead: "put the agent's instructions in --append-system-prompt, or define it with --agents and let the parent launch it with the task tool"},
 		{name: "fork-session", typ: flagBool, ignored: "a resumed session continues under its own id"},
 		{name: "resume-session-at", typ: flagString, ignored: "a resumed session continues from its last message"},
 		{name: "resume-drops-turn", typ: flagString, ignored: "a resumed session continues from its last message"},
 		{name: "include-hook-events", typ: flagBool, ignored: "stoke writes no hook events"},
 		{name: "replay-user-messages", typ: flagBool, ignored: "stoke does not echo user messages"},
-		{name: "json-schema", typ: flagString, ignored: "stoke has no structured output"},
+		{name: "json-schema", typ: flagString, ignored: "stoke has no structured output (no structured_output in the result)",
+			instead: "ask for JSON in the prompt and check the result text (jq)"},
 		{name: "effort", typ: flagString, ignored: "stoke sends no reasoning effort"},
 		{name: "thinking", typ: flagString, ignored: "stoke sends no thinking configuration"},
 		{name: "thinking-display", typ: flagString, ignored: "stoke sends no thinking configuration"},
@@ -87,25 +126,60 @@ func claudeFlags() []claudeFlag {
 		{name: "debug-file", typ: flagString, ignored: "diagnostics go to stderr (--debug)"},
 		{name: "plugin-dir", typ: flagList, ignored: "stoke has no plugins"},
 		{name: "plugin-dir-no-mcp", typ: flagList, ignored: "stoke has no plugins"},
+		{name: "plugin-url", typ: flagList, ignored: "stoke has no plugins"},
 		{name: "channels", typ: flagString, ignored: "stoke has no channels"},
+		{name: "dangerously-load-development-channels", typ: flagString, ignored: "stoke has no channels"},
 		{name: "project-config-root", typ: flagString, ignored: "stoke reads .stoke/ in the working directory"},
-		{name: "system-prompt-file", typ: flagString, ignored: "use --system-prompt"},
-		{name: "append-system-prompt-file", typ: flagString, ignored: "use --append-system-prompt"},
+		{name: "advisor", typ: flagString, ignored: "stoke has no advisor tool"},
+		{name: "append-subagent-system-prompt", typ: flagString, ignored: "subagents keep the prompts of their definitions"},
+		{name: "autocompact", typ: flagString, ignored: "stoke does not compact conversations"},
+		{name: "exclude-dynamic-system-prompt-sections", typ: flagBool, ignored: "stoke's system prompt has no per-machine sections to move"},
+		{name: "prompt-suggestions", typ: flagBool, ignored: "stoke writes no prompt suggestions"},
+		{name: "init", typ: flagBool, ignored: "stoke has no Setup hooks"},
+		{name: "maintenance", typ: flagBool, ignored: "stoke has no Setup hooks"},
+		{name: "name", short: "n", typ: flagString, ignored: "stoke sessions have ids, not names (stoke sessions list)"},
+		{name: "safe-mode", typ: flagBool, ignored: "no customizations to turn off beyond project settings: use --bare to skip those"},
+		{name: "ide", typ: flagBool, ignored: "stoke connects to no IDE"},
+		{name: "chrome", typ: flagBool, ignored: "stoke has no Chrome integration"},
+		{name: "ax-screen-reader", typ: flagBool, ignored: "stoke has no terminal interface"},
+		{name: "teammate-mode", typ: flagString, ignored: "stoke has no terminal interface"},
+		{name: "tmux", typ: flagOptional, ignored: "stoke has no terminal interface"},
+		{name: "remote-control-session-name-prefix", typ: flagString, ignored: "stoke has no Remote Control"},
+
+		// Interactive or cloud features: refused outside SDK mode.
+		{name: "init-only", typ: flagBool, ignored: "stoke has no Setup hooks", instead: "leave the flag out: there is nothing to initialize"},
+		{name: "from-pr", typ: flagOptional, ignored: "stoke has no session picker", instead: "resume by id: stoke -r SESSION_ID (stoke sessions list)"},
+		{name: "teleport", typ: flagBool, ignored: "stoke runs locally only", instead: "resume a local session with -r SESSION_ID"},
+		{name: "cloud", typ: flagBool, ignored: "stoke runs locally only", instead: "run stoke where the work is"},
+		{name: "remote", typ: flagBool, ignored: "stoke runs locally only", instead: "run stoke where the work is"},
+		{name: "environment", typ: flagString, ignored: "stoke runs locally only", instead: "run stoke where the work is"},
+		{name: "ref", typ: flagString, ignored: "stoke runs locally only", instead: "check the ref out and run stoke there"},
+		{name: "remote-control", typ: flagOptional, ignored: "stoke has no Remote Control", instead: "drive stoke over stream-json on stdin (--input-format stream-json)"},
+		{name: "rc", typ: flagOptional, ignored: "stoke has no Remote Control", instead: "drive stoke over stream-json on stdin (--input-format stream-json)"},
+		{name: "bg", typ: flagBool, ignored: "stoke runs in the foreground", instead: "put stoke in the background with your shell (&) or your CI system"},
+		{name: "background", typ: flagBool, ignored: "stoke runs in the foreground", instead: "put stoke in the background with your shell (&) or your CI system"},
+		{name: "exec", typ: flagBool, ignored: "stoke runs no background jobs", instead: "run the command with your shell"},
+		{name: "worktree", short: "w", typ: flagOptional, ignored: "stoke works in the current directory", instead: "create the worktree with git worktree add and run stoke in it"},
+		{name: "enable-auto-mode", typ: flagBool, ignored: "removed from Claude Code (v2.1.111), and stoke has no auto mode", instead: "use --permission-mode acceptEdits or --allowedTools"},
 	}
 }
 
-// addClaudeFlags declares Claude Code's flags, hidden from --help (docs/sdk.md lists them).
+// addClaudeFlags declares Claude Code's flags, hidden from --help
+// (docs/claude-code-flags.md lists them).
 func addClaudeFlags(f *pflag.FlagSet) {
 	for _, cf := range claudeFlags() {
 		switch cf.typ {
 		case flagBool:
-			f.Bool(cf.name, false, cf.usage)
+			f.BoolP(cf.name, cf.short, false, cf.usage)
 		case flagString:
-			f.String(cf.name, "", cf.usage)
+			f.StringP(cf.name, cf.short, "", cf.usage)
 		case flagList:
-			f.StringArray(cf.name, nil, cf.usage)
+			f.StringArrayP(cf.name, cf.short, nil, cf.usage)
 		case flagFloat:
-			f.Float64(cf.name, 0, cf.usage)
+			f.Float64P(cf.name, cf.short, 0, cf.usage)
+		case flagOptional:
+			f.StringP(cf.name, cf.short, "", cf.usage)
+			f.Lookup(cf.name).NoOptDefVal = "true"
 		}
 		_ = f.MarkHidden(cf.name)
 	}
@@ -143,21 +217,44 @@ func (o *claudeOptions) log(logger *slog.Logger) {
 // permissionModes maps Claude Code's permission modes to stoke's approval modes.
 var permissionModes = map[string]string{
 	"default":           approvalDefault,
+	"manual":            approvalDefault, // Claude Code's alias of default (v2.1.200)
 	"acceptEdits":       approvalAutoEdit,
 	"bypassPermissions": approvalYolo,
 	"plan":              approvalPlan,
 	"dontAsk":           approvalDefault,
 }
 
+// claudeInput is what applyClaudeFlags reads besides the flags.
+type claudeInput struct {
+	lookupEnv func(string) (string, bool)
+	// cwd resolves relative paths of --system-prompt-file and --append-system-prompt-file.
+	cwd string
+	// sdk: the run speaks stream-json both ways (SDK mode), where no flag is refused.
+	sdk bool
+}
+
 // applyClaudeFlags reads Claude Code's flags. It runs before the configuration is loaded:
 // --permission-mode and --dangerously-skip-permissions set --approval-mode when that flag
 // was not given itself. Values that cannot mean anything (--agents that is not JSON, a
-// negative --max-budget-usd) are usage errors.
-func applyClaudeFlags(f *pflag.FlagSet, lookupEnv func(string) (string, bool)) (*claudeOptions, error) {
+// negative --max-budget-usd) are usage errors, and so, outside SDK mode, are the flags
+// stoke refuses (claudeFlag.instead).
+func applyClaudeFlags(f *pflag.FlagSet, in claudeInput) (*claudeOptions, error) {
 	o := &claudeOptions{}
 	changed := func(name string) bool { fl := f.Lookup(name); return fl != nil && fl.Changed }
 
-	if err := o.permissionMode(f, changed); err != nil {
+	for _, cf := range claudeFlags() {
+		if cf.ignored == "" || !changed(cf.name) {
+			continue
+		}
+		if v := f.Lookup(cf.name).Value.String(); cf.name == "permission-prompt-tool" && v == "stdio" {
+			continue // the one value honoured
+		}
+		if cf.instead != "" && !in.sdk {
+			return nil, usageErrorf("--%s is not supported: %s; %s", cf.name, cf.ignored, cf.instead)
+		}
+		o.warn("Claude Code flag ignored", "flag", "--"+cf.name, "reason", cf.ignored)
+	}
+	if err := o.permissionMode(f, changed, in.sdk); err != nil {
 		return nil, err
 	}
 	for _, name := range []string{"allowedTools", "allowed-tools"} {
@@ -169,21 +266,21 @@ func applyClaudeFlags(f *pflag.FlagSet, lookupEnv func(string) (string, bool)) (
 		o.sdk.DisallowedTools = append(o.sdk.DisallowedTools, splitRules(vals)...)
 	}
 	if changed("tools") {
-		v, _ := f.GetString("tools")
-		switch strings.TrimSpace(v) {
+		vals, _ := f.GetStringArray("tools")
+		switch v := strings.TrimSpace(strings.Join(vals, ",")); v {
 		case "default":
-		case "":
+		case "", ",":
 			o.sdk.Tools = []string{}
 		default:
-			o.sdk.Tools = splitRules([]string{v})
+			o.sdk.Tools = splitRules(vals)
+			if o.sdk.Tools == nil {
+				o.sdk.Tools = []string{}
+			}
 		}
 	}
 	if changed("permission-prompt-tool") {
-		v, _ := f.GetString("permission-prompt-tool")
-		if v == "stdio" {
+		if v, _ := f.GetString("permission-prompt-tool"); v == "stdio" {
 			o.sdk.PermissionPromptStdio = true
-		} else {
-			o.warn("Claude Code flag ignored", "flag", "--permission-prompt-tool="+v, "reason", "stoke has no MCP client: only stdio (the SDK's canUseTool) is supported")
 		}
 	}
 	o.sdk.IncludePartialMessages, _ = f.GetBool("include-partial-messages")
@@ -192,8 +289,9 @@ func applyClaudeFlags(f *pflag.FlagSet, lookupEnv func(string) (string, bool)) (
 		return nil, usageErrorf("invalid --max-budget-usd %v: want 0 (none) or more", budget)
 	}
 	o.sdk.MaxBudgetUSD = budget // priced by headless.Options.Prices (total_cost_usd)
-	o.sdk.SystemPrompt, _ = f.GetString("system-prompt")
-	o.sdk.AppendSystemPrompt, _ = f.GetString("append-system-prompt")
+	if err := o.systemPrompts(f, changed, in.cwd); err != nil {
+		return nil, err
+	}
 	if changed("agents") {
 		v, _ := f.GetString("agents")
 		defs, err := headless.ParseAgentsJSON(v)
@@ -204,26 +302,64 @@ func applyClaudeFlags(f *pflag.FlagSet, lookupEnv func(string) (string, bool)) (
 	}
 	o.noPersistence, _ = f.GetBool("no-session-persistence")
 
-	for _, cf := range claudeFlags() {
-		if cf.ignored != "" && changed(cf.name) {
-			o.warn("Claude Code flag ignored", "flag", "--"+cf.name, "reason", cf.ignored)
-		}
-	}
-
-	if v, ok := lookupEnv("CLAUDE_CODE_SDK_READS_SESSION_STATE"); ok && v == "1" {
+	if v, ok := in.lookupEnv("CLAUDE_CODE_SDK_READS_SESSION_STATE"); ok && v == "1" {
 		o.sdk.SessionStates = true
 	}
 	for _, k := range []string{"CLAUDE_CODE_ENTRYPOINT", "CLAUDE_AGENT_SDK_VERSION"} {
-		if v, ok := lookupEnv(k); ok {
+		if v, ok := in.lookupEnv(k); ok {
 			o.host = append(o.host, k, v)
 		}
 	}
 	return o, nil
 }
 
+// systemPrompts reads --system-prompt, --append-system-prompt and their -file forms, which
+// name a file relative to cwd. A replacement and its file form together are a usage
+// error, as in Claude Code; the two append forms are joined, the text first.
+func (o *claudeOptions) systemPrompts(f *pflag.FlagSet, changed func(string) bool, cwd string) error {
+	if changed("system-prompt") && changed("system-prompt-file") {
+		return usageErrorf("--system-prompt and --system-prompt-file cannot be used together")
+	}
+	read := func(flag string) (string, error) {
+		name, _ := f.GetString(flag)
+		path := name
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(cwd, path)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return "", usageErrorf("--%s %s: %v", flag, name, errors.Unwrap(err))
+		}
+		return strings.TrimRight(string(data), "\r\n"), nil
+	}
+	o.sdk.SystemPrompt, _ = f.GetString("system-prompt")
+	if changed("system-prompt-file") {
+		text, err := read("system-prompt-file")
+		if err != nil {
+			return err
+		}
+		if strings.TrimSpace(text) == "" {
+			return usageErrorf("--system-prompt-file: the file is empty")
+		}
+		o.sdk.SystemPrompt = text
+	}
+	o.sdk.AppendSystemPrompt, _ = f.GetString("append-system-prompt")
+	if changed("append-system-prompt-file") {
+		text, err := read("append-system-prompt-file")
+		if err != nil {
+			return err
+		}
+		o.sdk.AppendSystemPrompt = strings.Join(slices.DeleteFunc([]string{o.sdk.AppendSystemPrompt, text}, func(s string) bool {
+			return strings.TrimSpace(s) == ""
+		}), "\n\n")
+	}
+	return nil
+}
+
 // permissionMode maps --permission-mode (and --dangerously-skip-permissions) onto
-// --approval-mode, which wins when both are given.
-func (o *claudeOptions) permissionMode(f *pflag.FlagSet, changed func(string) bool) error {
+// --approval-mode, which wins when both are given. A mode stoke does not know is a usage
+// error outside SDK mode, and the default mode with a warning in it.
+func (o *claudeOptions) permissionMode(f *pflag.FlagSet, changed func(string) bool, sdk bool) error {
 	mode := ""
 	if changed("dangerously-skip-permissions") {
 		if skip, _ := f.GetBool("dangerously-skip-permissions"); skip {
@@ -233,7 +369,10 @@ func (o *claudeOptions) permissionMode(f *pflag.FlagSet, changed func(string) bo
 	if changed("permission-mode") {
 		pm, _ := f.GetString("permission-mode")
 		m, ok := permissionModes[pm]
-		if !ok {
+		switch {
+		case !ok && !sdk:
+			return usageErrorf("invalid --permission-mode %q: want one of default, acceptEdits, plan, bypassPermissions, dontAsk (stoke has no auto mode: use acceptEdits, or --allowedTools for what may run)", pm)
+		case !ok:
 			o.warn("Claude Code permission mode not known: using default", "flag", "--permission-mode="+pm)
 			m = approvalDefault
 		}

@@ -1,7 +1,9 @@
 package cmd
 
 import (
+	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -108,6 +110,8 @@ func TestClaudeFlagsNeverExit2(t *testing.T) {
 				val = `{"a":{"description":"d","prompt":"p"}}`
 			case "mcp-config", "settings", "managed-settings":
 				val = `{"mcpServers":{}}`
+			case "system-prompt-file", "append-system-prompt-file":
+				val = "prompt.txt" // written below: a missing file is a usage error
 			}
 			spellings = [][]string{{"--" + cf.name + "=" + val}, {"--" + cf.name, val}}
 		}
@@ -115,6 +119,7 @@ func TestClaudeFlagsNeverExit2(t *testing.T) {
 			t.Run(strings.Join(sp, " "), func(t *testing.T) {
 				t.Parallel()
 				p := sdkProcess(t)
+				writeFile(t, filepath.Join(p.cwd, "prompt.txt"), "Be brief.\n")
 				got := p.run(t, append(append([]string{}, sdkArgs...), sp...)...)
 				if got.code != 0 {
 					t.Fatalf("exit code %d, stderr %q", got.code, got.stderr)
@@ -208,6 +213,43 @@ func TestSplitRules(t *testing.T) {
 	for _, tt := range tests {
 		if diff := cmp.Diff(tt.want, splitRules(tt.in)); diff != "" {
 			t.Errorf("splitRules(%q) (-want +got):\n%s", tt.in, diff)
+		}
+	}
+}
+
+// docs/claude-code-flags.md has a row for every Claude Code flag stoke declares, and
+// every flag its rows name is declared: the table and the code cannot drift apart.
+func TestClaudeFlagsDocumented(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile(filepath.Join("..", "docs", "claude-code-flags.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(data), "## Every flag")
+	if !ok {
+		t.Fatal(`docs/claude-code-flags.md has no "## Every flag" section`)
+	}
+	documented := map[string]bool{}
+	flagName := regexp.MustCompile("`(--[A-Za-z-]+)`")
+	for _, line := range strings.Split(table, "\n") {
+		first, _, _ := strings.Cut(strings.TrimPrefix(line, "| "), " | ")
+		for _, m := range flagName.FindAllStringSubmatch(first, -1) {
+			documented[m[1]] = true
+		}
+	}
+	deps, _, _ := newTestProcess(t).deps()
+	root := NewRootCmd(deps, nil).Flags()
+	for _, cf := range claudeFlags() {
+		if !documented["--"+cf.name] {
+			t.Errorf("--%s has no row in docs/claude-code-flags.md", cf.name)
+		}
+	}
+	for name := range documented {
+		if name == "--version" {
+			continue // cobra declares it when the command runs
+		}
+		if root.Lookup(strings.TrimPrefix(name, "--")) == nil {
+			t.Errorf("docs/claude-code-flags.md documents %s, which stoke does not declare", name)
 		}
 	}
 }

@@ -3,10 +3,12 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/viper"
 
@@ -23,8 +25,10 @@ type testProcess struct {
 	cwd      string // the project directory
 	userHome string // the user's home; $STOKE_HOME defaults to <userHome>/.stoke
 	stdin    string
-	tty      bool  // stdin is a terminal
-	runErr   error // what the fake runF returns
+	in       io.Reader     // stdin instead of the string stdin, when set
+	wait     time.Duration // Deps.StdinWait
+	tty      bool          // stdin is a terminal
+	runErr   error         // what the fake runF returns
 }
 
 func newTestProcess(t *testing.T) *testProcess {
@@ -41,8 +45,13 @@ type outcome struct {
 
 func (p *testProcess) deps() (*Deps, *bytes.Buffer, *bytes.Buffer) {
 	var out, errOut bytes.Buffer
+	var in io.Reader = strings.NewReader(p.stdin)
+	if p.in != nil {
+		in = p.in
+	}
 	return &Deps{
-		In:              strings.NewReader(p.stdin),
+		In:              in,
+		StdinWait:       p.wait,
 		Out:             &out,
 		ErrOut:          &errOut,
 		StdinIsTerminal: func() bool { return p.tty },

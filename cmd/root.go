@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
@@ -41,6 +43,9 @@ type Deps struct {
 	Getwd func() (string, error)
 	// UserHomeDir locates ~/.stoke when STOKE_HOME is not set.
 	UserHomeDir func() (string, error)
+	// StdinWait is how long a run given a prompt waits for the first byte of piped stdin
+	// before it goes on without it (0: 3 s, as Claude Code).
+	StdinWait time.Duration
 	// NewSessionID returns the id of a new session when --session-id is not given.
 	NewSessionID func() string
 	// Viper is a fresh viper.New(), used for one command execution.
@@ -73,13 +78,32 @@ func Execute() int {
 // returns the exit code.
 func execute(ctx context.Context, deps *Deps, runF RunFunc, args []string) int {
 	root := NewRootCmd(deps, runF)
-	root.SetArgs(args)
-	allowSDKFlags(root, args, deps.ErrOut) // the Claude Agent SDK may pass flags stoke does not know
-	err := root.ExecuteContext(ctx)
+	args, err := normalizeArgs(root, args, argEnv{isDir: dirIn(deps)}) // Claude Code's idioms: -p, variadic flags
+	if err == nil {
+		root.SetArgs(args)
+		allowSDKFlags(root, args, deps.ErrOut) // the Claude Agent SDK may pass flags stoke does not know
+		err = root.ExecuteContext(ctx)
+	}
 	if err != nil {
 		fmt.Fprintf(deps.ErrOut, "stoke: %s\n", oneLine(err.Error()))
 	}
 	return exitCode(err)
+}
+
+// dirIn returns a function that reports whether a path, relative to the working
+// directory, is a directory.
+func dirIn(deps *Deps) func(string) bool {
+	return func(p string) bool {
+		if !filepath.IsAbs(p) {
+			cwd, err := deps.Getwd()
+			if err != nil {
+				return false
+			}
+			p = filepath.Join(cwd, p)
+		}
+		fi, err := os.Stat(p)
+		return err == nil && fi.IsDir()
+	}
 }
 
 // exitCode maps the error a command returned to stoke's exit code. It is the only place
@@ -117,10 +141,15 @@ func NewRootCmd(deps *Deps, runF RunFunc) *cobra.Command {
 		runF = headless.Run
 	}
 	cmd := &cobra.Command{
-		Use:   "stoke [flags]",
+		Use:   "stoke [flags] [PROMPT]",
 		Short: "Run one headless agent session and exit",
 		Long: `stoke runs a model-driven tool loop on one prompt and writes the result on stdout:
 the final text, one JSON result object, or stream-JSON events (--output-format).
+
+The prompt is the argument (stoke -p "fix the bug", stoke "fix the bug"), or
+--prompt TEXT; piped stdin is added to it on a new line (git diff | stoke -p
+"review this"), or is the whole prompt when none is given (echo hi | stoke -p).
+Claude Code's flags work as scripts write them (docs/claude-code-flags.md).
 
 Configuration comes from flags, then STOKE_* environment variables (dashes as
 underscores: STOKE_MODEL, STOKE_BASE_URL, ...), then .stoke/settings.yaml in the
@@ -132,16 +161,16 @@ api-key in a settings file.`,
 		SilenceErrors:              true,
 		SuggestionsMinimumDistance: 2,
 		Args: func(c *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return nil
+			if len(args) != 1 || strings.ContainsAny(args[0], " \t\n") {
+				return nil // runRoot checks the prompt arguments
 			}
 			if s := c.SuggestionsFor(args[0]); len(s) > 0 {
-				return usageErrorf("unknown command %q; did you mean %q?", args[0], s[0])
+				return usageErrorf("unknown command %q; did you mean %q? (to send it as the prompt: stoke -p %s)", args[0], s[0], args[0])
 			}
-			return usageErrorf("unexpected argument %q: pass the prompt with -p (see 'stoke --help')", args[0])
+			return nil
 		},
-		RunE: func(c *cobra.Command, _ []string) error {
-			return runRoot(c.Context(), deps, c.Flags(), runF)
+		RunE: func(c *cobra.Command, args []string) error {
+			return runRoot(c.Context(), deps, c.Flags(), args, runF)
 		},
 	}
 	cmd.SetIn(deps.In)
@@ -165,7 +194,8 @@ api-key in a settings file.`,
 // addRunFlags declares the flags of a run. Their names are the configuration keys.
 func addRunFlags(f *pflag.FlagSet) {
 	f.SortFlags = false
-	f.StringP("prompt", "p", "", "the prompt (default: read stdin when it is not a terminal)")
+	f.BoolP("print", "p", false, "print the result and exit, as stoke always does (Claude Code's flag); a word right after -p is the prompt")
+	f.String("prompt", "", "the prompt `TEXT`, instead of the argument (piped stdin is added to it; alone, stdin is the prompt)")
 	f.String("output-format", headless.OutputText, "text | json (one result object) | stream-json (NDJSON events)")
 	f.String("input-format", headless.InputText, "text | stream-json (user messages, one JSON line each, on stdin)")
 	f.String("provider", "", "openai | anthropic | scripted (default scripted with --scenario, else openai)")
@@ -178,12 +208,12 @@ func addRunFlags(f *pflag.FlagSet) {
 	f.String("background-on-exit", backgroundWait, "wait: end after background agents settle | cancel: cancel them at the end")
 	f.Int("max-background", defaultMaxBackground, "cap on running background agents")
 	f.Bool("no-background-agents", false, "turn background agents off (no run_in_background)")
-	f.String("resume", "", "continue the stored session `SESSION_ID` (restores its agent roster)")
-	f.Bool("continue", false, "resume the most recent session of this working directory")
+	f.StringP("resume", "r", "", "continue the stored session `SESSION_ID` (restores its agent roster)")
+	f.BoolP("continue", "c", false, "resume the most recent session of this working directory")
 	f.String("session-id", "", "start a new session with this `UUID`")
 	f.Bool("bare", false, "no project settings, no post-restore reminder")
 	f.Bool("verbose", false, "accepted for compatibility with Claude Code's stream-json usage")
-	f.Bool("debug", false, "log debug diagnostics on stderr (else STOKE_LOG_LEVEL, default warn)")
+	f.BoolP("debug", "d", false, "log debug diagnostics on stderr (else STOKE_LOG_LEVEL, default warn)")
 	f.String("trace-file", "", "write one OpenTelemetry trace per agent turn, as JSON lines, to `FILE` (OTEL_EXPORTER_OTLP_ENDPOINT exports over OTLP)")
 }
 

@@ -98,7 +98,7 @@ func TestUsageErrors(t *testing.T) {
 	}{
 		{name: "unknown flag", args: []string{"--bogus"}, want: "unknown flag: --bogus"},
 		{name: "flag value of the wrong type", args: []string{"-p", "x", "--max-turns", "many"}, want: "--max-turns"},
-		{name: "positional argument", args: []string{"fix", "it"}, want: `unexpected argument "fix"`},
+		{name: "two prompt arguments", args: []string{"fix", "it"}, want: `unexpected argument "it" after the prompt "fix"`},
 		{name: "misspelt command", args: []string{"versoin"}, want: `did you mean "version"`},
 		{name: "unknown provider", args: []string{"-p", "x", "--provider", "gemini"}, want: `invalid --provider "gemini": want one of openai, anthropic, scripted`},
 		{name: "unknown provider from env", args: []string{"-p", "x"}, want: "(from STOKE_PROVIDER)",
@@ -136,7 +136,7 @@ func TestUsageErrors(t *testing.T) {
 			}},
 		{name: "settings value of the wrong type", args: []string{"-p", "x"}, want: "max-turns",
 			setup: func(t *testing.T, p *testProcess) { p.projectSettings(t, "max-turns: plenty\n") }},
-		{name: "no prompt, stdin is a terminal", args: nil, want: "no prompt: pass -p TEXT or pipe the prompt on stdin"},
+		{name: "no prompt, stdin is a terminal", args: nil, want: "no prompt: pass the prompt as an argument"},
 		{name: "empty stdin", args: nil, want: "no prompt",
 			setup: func(_ *testing.T, p *testProcess) { p.tty, p.stdin = false, "\n\n" }},
 		{name: "blank -p", args: []string{"-p", "  "}, want: "empty prompt"},

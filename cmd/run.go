@@ -1,7 +1,9 @@
 package cmd
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -19,8 +21,9 @@ import (
 // maxRetained caps settled task rows kept per parent.
 const maxRetained = 100
 
-// runRoot turns flags, environment and settings into headless.Options and calls runF.
-func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, runF RunFunc) error {
+// runRoot turns flags, the prompt argument (args), environment and settings into
+// headless.Options and calls runF.
+func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, args []string, runF RunFunc) error {
 	cwd, err := deps.Getwd()
 	if err != nil {
 		return fmt.Errorf("get working directory: %w", err)
@@ -29,8 +32,11 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, runF RunFunc
 	if err != nil {
 		return err
 	}
-	claude, err := applyClaudeFlags(flags, deps.LookupEnv) // before loadConfig: --permission-mode sets --approval-mode
+	claude, err := applyClaudeFlags(flags, claudeInput{lookupEnv: deps.LookupEnv, cwd: cwd, sdk: sdkFlags(flags)}) // before loadConfig: --permission-mode sets --approval-mode
 	if err != nil {
+		return err
+	}
+	if err := promptArgument(flags, args); err != nil { // before loadConfig: it sets --prompt
 		return err
 	}
 	cfg, ignored, err := loadConfig(deps.Viper, configInput{flags: flags, lookupEnv: deps.LookupEnv, cwd: cwd, home: home})
@@ -50,7 +56,7 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, runF RunFunc
 		logger.Warn("scenario ignored: it is used only by the scripted provider", "provider", cfg.Provider, "scenario", cfg.Scenario)
 	}
 
-	prompt, stdin, err := readPrompt(cfg, deps)
+	prompt, stdin, err := readPrompt(ctx, cfg, deps, logger)
 	if err != nil {
 		return err
 	}
@@ -114,32 +120,137 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, runF RunFunc
 	return runF(ctx, opts)
 }
 
-// readPrompt returns the prompt of a text run, or stdin for a stream-json run.
-func readPrompt(cfg *Config, deps *Deps) (string, io.Reader, error) {
+// sdkFlags reports whether the flags ask for SDK mode: stream-json on stdin and stdout.
+func sdkFlags(f *pflag.FlagSet) bool {
+	in, _ := f.GetString("input-format")
+	out, _ := f.GetString("output-format")
+	return in == headless.InputStreamJSON && out == headless.OutputStreamJSON
+}
+
+// promptArgument makes the prompt argument (`stoke "fix it"`, `stoke -p --model m "fix
+// it"`) the value of --prompt. There is at most one, and not besides --prompt or a word
+// right after -p: `stoke -p "fix" it` is refused rather than guessed at.
+func promptArgument(f *pflag.FlagSet, args []string) error {
+	switch {
+	case len(args) == 0:
+		return nil
+	case f.Changed("prompt"):
+		return usageErrorf("unexpected argument %q: the prompt is already given (-p TEXT or --prompt); quote the whole prompt as one argument", args[0])
+	case len(args) > 1:
+		return usageErrorf("unexpected argument %q after the prompt %q: quote the whole prompt as one argument", args[1], args[0])
+	}
+	return f.Set("prompt", args[0])
+}
+
+// defaultStdinWait is how long a run with a prompt waits for the first byte of piped
+// stdin before it goes on without it, as Claude Code does (3 s): a parent process may
+// leave a pipe open that nobody writes to.
+const defaultStdinWait = 3 * time.Second
+
+// readPrompt returns the prompt of a text run, or stdin for a stream-json run. Piped
+// stdin joins the prompt as Claude Code joins them: the prompt, a newline, then stdin
+// (`cat log | stoke -p "explain"`); without a prompt, stdin is the prompt. Trailing line
+// ends of stdin are dropped, and a blank part is left out.
+func readPrompt(ctx context.Context, cfg *Config, deps *Deps, logger *slog.Logger) (string, io.Reader, error) {
+	given := cfg.given("prompt") && strings.TrimSpace(cfg.Prompt) != ""
 	if cfg.InputFormat == headless.InputStreamJSON {
 		if cfg.given("prompt") {
-			return "", nil, usageErrorf("--prompt%s cannot be used with --input-format stream-json: send user messages on stdin", cfg.from("prompt"))
+			return "", nil, usageErrorf("a prompt%s cannot be used with --input-format stream-json: send user messages on stdin", cfg.from("prompt"))
 		}
 		return "", deps.In, nil
 	}
-	if cfg.given("prompt") {
-		if strings.TrimSpace(cfg.Prompt) == "" {
-			return "", nil, usageErrorf("empty prompt%s: pass -p TEXT or pipe the prompt on stdin", cfg.from("prompt"))
-		}
-		return cfg.Prompt, nil, nil
-	}
 	if deps.StdinIsTerminal() {
-		return "", nil, usageErrorf("no prompt: pass -p TEXT or pipe the prompt on stdin")
+		switch {
+		case given:
+			return cfg.Prompt, nil, nil
+		case cfg.given("prompt"):
+			return "", nil, usageErrorf("empty prompt%s: pass the prompt as an argument (stoke -p \"TEXT\") or pipe it on stdin", cfg.from("prompt"))
+		}
+		return "", nil, usageErrorf("no prompt: pass the prompt as an argument (stoke -p \"TEXT\") or pipe it on stdin")
 	}
-	data, err := io.ReadAll(deps.In)
+	wait := time.Duration(0) // the prompt comes from stdin: wait for it as long as it takes
+	if given {
+		wait = deps.StdinWait
+		if wait <= 0 {
+			wait = defaultStdinWait
+		}
+	}
+	data, ok, err := readStdin(ctx, deps.In, wait)
 	if err != nil {
-		return "", nil, fmt.Errorf("read prompt from stdin: %w", err)
+		return "", nil, fmt.Errorf("read the prompt from stdin: %w", err)
 	}
-	prompt := strings.TrimRight(string(data), "\r\n")
+	if !ok {
+		logger.Warn("no stdin data received: going on with the prompt alone (redirect stdin from /dev/null to skip the wait)", "waited", wait)
+	}
+	prompt := joinPrompt(cfg.Prompt, data)
 	if strings.TrimSpace(prompt) == "" {
-		return "", nil, usageErrorf("no prompt: stdin was empty; pass -p TEXT or pipe the prompt on stdin")
+		return "", nil, usageErrorf("no prompt: stdin was empty; pass the prompt as an argument (stoke -p \"TEXT\") or pipe it on stdin")
 	}
 	return prompt, nil, nil
+}
+
+// joinPrompt joins the prompt and piped stdin as Claude Code does ([prompt, stdin] less the
+// empty parts, joined by a newline), with stdin's trailing line ends dropped.
+func joinPrompt(prompt, stdin string) string {
+	var parts []string
+	for _, p := range []string{prompt, strings.TrimRight(stdin, "\r\n")} {
+		if strings.TrimSpace(p) != "" {
+			parts = append(parts, p)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// readStdin reads r to its end. With wait > 0, it gives up when no byte has arrived after
+// wait (ok false): the reading goroutine is then left blocked until the process exits,
+// as nothing can interrupt a read of the process's stdin. Once data flows, it reads on to
+// the end.
+func readStdin(ctx context.Context, r io.Reader, wait time.Duration) (data string, ok bool, err error) {
+	type result struct {
+		data []byte
+		err  error
+	}
+	done := make(chan result, 1)
+	flowing := make(chan struct{})
+	go func() {
+		var buf bytes.Buffer
+		p := make([]byte, 32<<10)
+		for {
+			n, err := r.Read(p)
+			if n > 0 && buf.Len() == 0 {
+				close(flowing)
+			}
+			buf.Write(p[:n])
+			if err != nil {
+				if errors.Is(err, io.EOF) {
+					err = nil
+				}
+				done <- result{buf.Bytes(), err}
+				return
+			}
+		}
+	}()
+	var timeout <-chan time.Time
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case <-flowing:
+	case res := <-done:
+		return string(res.data), true, res.err
+	case <-timeout:
+		return "", false, nil
+	case <-ctx.Done():
+		return "", false, ctx.Err()
+	}
+	select {
+	case res := <-done:
+		return string(res.data), true, res.err
+	case <-ctx.Done():
+		return "", false, ctx.Err()
+	}
 }
 
 // stokeHome is $STOKE_HOME (relative to cwd when relative), else ~/.stoke.

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"io"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -114,7 +115,12 @@ func TestPromptSources(t *testing.T) {
 		wantStdin  bool
 	}{
 		{name: "flag", args: []string{"-p", "from flag"}, tty: true, wantPrompt: "from flag"},
-		{name: "flag wins over piped stdin", args: []string{"-p", "from flag"}, stdin: "piped", wantPrompt: "from flag"},
+		{name: "piped stdin joins the prompt on a new line", args: []string{"-p", "from flag"}, stdin: "piped\n", wantPrompt: "from flag\npiped"},
+		{name: "piped stdin joins the prompt argument", args: []string{"from arg"}, stdin: "a\nb\r\n\n", wantPrompt: "from arg\na\nb"},
+		{name: "piped stdin joins STOKE_PROMPT", env: "from env", stdin: "piped", wantPrompt: "from env\npiped"},
+		{name: "blank piped stdin adds nothing", args: []string{"-p", "from flag"}, stdin: " \n\n", wantPrompt: "from flag"},
+		{name: "a blank prompt and piped stdin: stdin is the prompt", args: []string{"-p", " "}, stdin: "piped", wantPrompt: "piped"},
+		{name: "stdin keeps inner blank lines and leading space", args: []string{"-p", "explain"}, stdin: "  x\n\ny\n", wantPrompt: "explain\n  x\n\ny"},
 		{name: "STOKE_PROMPT", env: "from env", tty: true, wantPrompt: "from env"},
 		{name: "flag beats STOKE_PROMPT", args: []string{"-p", "from flag"}, env: "from env", wantPrompt: "from flag"},
 		{name: "piped stdin", stdin: "line one\nline two\n\n", wantPrompt: "line one\nline two"},
@@ -269,5 +275,69 @@ func TestStructuredSettings(t *testing.T) {
 	bad.projectSettings(t, "prices: 3\n")
 	if got := bad.run(t, "-p", "x", "--scenario", "s.yaml"); got.code != 2 || !strings.Contains(got.stderr, "prices") {
 		t.Errorf("bad prices: code %d, stderr %q", got.code, got.stderr)
+	}
+}
+
+// A run given a prompt waits a bounded time for piped stdin that never comes (a parent
+// that leaves the pipe open), then goes on with the prompt alone and one warning.
+func TestPromptStdinNeverWritten(t *testing.T) {
+	t.Parallel()
+	pr, pw := io.Pipe()
+	t.Cleanup(func() { _ = pw.Close() }) // ends the reader left blocked on the pipe
+	p := newTestProcess(t)
+	p.env["OPENAI_API_KEY"] = "sk-test"
+	p.tty, p.in, p.wait = false, pr, 10*time.Millisecond
+	got := p.run(t, "-p", "q")
+	if got.code != 0 || got.opts == nil {
+		t.Fatalf("exit code %d, stderr %q", got.code, got.stderr)
+	}
+	if got.opts.Prompt != "q" {
+		t.Errorf("Prompt = %q, want %q", got.opts.Prompt, "q")
+	}
+	if strings.Count(got.stderr, "level=WARN") != 1 || !strings.Contains(got.stderr, "no stdin data received") {
+		t.Errorf("stderr = %q, want one warning about stdin", got.stderr)
+	}
+}
+
+// Once stdin data flows, it is read to the end however long that takes: the wait bounds
+// only the first byte.
+func TestPromptStdinSlowWriter(t *testing.T) {
+	t.Parallel()
+	pr, pw := io.Pipe()
+	p := newTestProcess(t)
+	p.env["OPENAI_API_KEY"] = "sk-test"
+	p.tty, p.in, p.wait = false, pr, time.Hour
+	wrote := make(chan struct{})
+	go func() {
+		defer close(wrote)
+		_, _ = io.WriteString(pw, "first ")
+		_, _ = io.WriteString(pw, "second\n")
+		_ = pw.Close()
+	}()
+	got := p.run(t, "-p", "q")
+	<-wrote
+	if got.code != 0 || got.opts == nil {
+		t.Fatalf("exit code %d, stderr %q", got.code, got.stderr)
+	}
+	if got.opts.Prompt != "q\nfirst second" {
+		t.Errorf("Prompt = %q, want %q", got.opts.Prompt, "q\nfirst second")
+	}
+}
+
+func TestJoinPrompt(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ prompt, stdin, want string }{
+		{"explain", "log line\n", "explain\nlog line"},
+		{"", "q\n", "q"},
+		{"q", "", "q"},
+		{"q", "\n\n", "q"},
+		{"  ", "q", "q"},
+		{"a\n", "b", "a\n\nb"}, // the prompt is kept as given
+		{"", "", ""},
+	}
+	for _, tt := range tests {
+		if got := joinPrompt(tt.prompt, tt.stdin); got != tt.want {
+			t.Errorf("joinPrompt(%q, %q) = %q, want %q", tt.prompt, tt.stdin, got, tt.want)
+		}
 	}
 }
