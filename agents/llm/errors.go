@@ -143,6 +143,14 @@ func (t Transport) Error(err error) error {
 	return fmt.Errorf("%s: %w: %w", t.Provider, ErrStreamCut, err)
 }
 
+// KeyRejected is the Hint of a 401 answer: keyName says where the key came from.
+func KeyRejected(keyName string) string {
+	if keyName == "" {
+		return "the API key was rejected"
+	}
+	return "the API key from " + keyName + " was rejected"
+}
+
 // RedactURL returns raw without user credentials, query or fragment, for messages.
 func RedactURL(raw string) string {
 	u, err := url.Parse(raw)

@@ -558,16 +558,3 @@ func TestUnknownPath(t *testing.T) {
 		t.Errorf("error type %q, want not_found_error", e.Error.Type)
 	}
 }
-
-func TestSplitHalf(t *testing.T) {
-	t.Parallel()
-	for _, s := range []string{"", "a", "ab", `{"x":"é"}`, "ééé"} {
-		a, b := splitHalf(s)
-		if a+b != s {
-			t.Errorf("splitHalf(%q) = %q, %q", s, a, b)
-		}
-		if len(b) > 0 && !isRuneStart(b[0]) {
-			t.Errorf("splitHalf(%q) splits inside a rune: %q, %q", s, a, b)
-		}
-	}
-}

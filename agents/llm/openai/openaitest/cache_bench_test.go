@@ -1,4 +1,4 @@
-package mockllm_test
+package openaitest_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/llm/openai"
-	"github.com/stoke-cli/stoke/e2e/mockllm"
+	"github.com/stoke-cli/stoke/agents/llm/openai/openaitest"
 )
 
 // fixedReply answers every request with the same text.
@@ -48,8 +48,8 @@ func benchTools() []llm.ToolSpec {
 // re-sends everything uncached).
 func cacheSaving(tb testing.TB, turns int) (hot, cold int64) {
 	tb.Helper()
-	srv := mockllm.New(fixedReply(strings.Repeat("Done: the change is in and the tests pass. ", 5)),
-		mockllm.WithAPIKey("sk-test"), mockllm.WithPrefixCache(1024))
+	srv := openaitest.New(fixedReply(strings.Repeat("Done: the change is in and the tests pass. ", 5)),
+		openaitest.WithAPIKey("sk-test"), openaitest.WithPrefixCache(1024))
 	tb.Cleanup(srv.Close)
 	m, err := openai.New(openai.Config{APIKey: "sk-test", BaseURL: srv.URL(), Model: "gpt-test", MaxRetries: 0, HTTPClient: srv.Client()})
 	if err != nil {

@@ -1,4 +1,4 @@
-package mockllm
+package openaitest
 
 import (
 	"bufio"
@@ -632,18 +632,3 @@ func TestUnknownPath(t *testing.T) {
 	defer resp.Body.Close()
 	readError(t, resp, http.StatusNotFound)
 }
-
-func TestSplitHalf(t *testing.T) {
-	t.Parallel()
-	for _, s := range []string{"", "a", "ab", `{"k":"é"}`, "ééé", "日本語"} {
-		a, b := splitHalf(s)
-		if a+b != s || !utf8Valid(a) || !utf8Valid(b) {
-			t.Errorf("splitHalf(%q) = %q, %q", s, a, b)
-		}
-		if len(s) >= 2 && (a == "" || b == "") {
-			t.Errorf("splitHalf(%q) = %q, %q: want two non-empty halves", s, a, b)
-		}
-	}
-}
-
-func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "\uFFFD") == s }
