@@ -15,6 +15,7 @@ package llmtest
 import (
 	"context"
 	"io"
+	"iter"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -187,6 +188,29 @@ func AgentOf(req *llm.Request) string {
 		return m[1]
 	}
 	return "general-purpose"
+}
+
+// Fixed is a model that answers every call with the same events.
+type Fixed []llm.Event
+
+// EndTurn is a Fixed answer: text, then the end of the turn.
+func EndTurn(text string) Fixed {
+	return Fixed{{Kind: llm.EventTextDelta, Text: text},
+		{Kind: llm.EventDone, StopReason: llm.StopEndTurn, Usage: llm.Usage{InputTokens: 1, OutputTokens: 1}}}
+}
+
+// Name implements llm.Model.
+func (Fixed) Name() string { return "fixed" }
+
+// Generate implements llm.Model.
+func (f Fixed) Generate(context.Context, *llm.Request) iter.Seq2[llm.Event, error] {
+	return func(yield func(llm.Event, error) bool) {
+		for _, ev := range f {
+			if !yield(ev, nil) {
+				return
+			}
+		}
+	}
 }
 
 // Collect runs one model call and returns its events, up to the first error.

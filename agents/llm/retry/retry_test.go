@@ -69,7 +69,7 @@ func text(s string) llm.Event { return llm.Event{Kind: llm.EventTextDelta, Text:
 var done = llm.Event{Kind: llm.EventDone, StopReason: llm.StopEndTurn}
 
 var (
-	cut        = fmt.Errorf("openai: %w: read: connection reset by peer", llm.ErrStreamCut)
+	errCut     = fmt.Errorf("openai: %w: read: connection reset by peer", llm.ErrStreamCut)
 	overloaded = &llm.ProviderError{Provider: "anthropic", StatusCode: 529, Message: "Overloaded", InStream: true}
 )
 
@@ -110,7 +110,7 @@ func TestGenerate(t *testing.T) {
 		{
 			name: "one cut after output: the output is voided, then the retry's events",
 			attempts: []attempt{
-				{events: []llm.Event{text("Hel")}, err: cut},
+				{events: []llm.Event{text("Hel")}, err: errCut},
 				{events: []llm.Event{text("Hello"), done}},
 			},
 			want:      []llm.Event{text("Hel"), retryEvent(1), text("Hello"), done},
@@ -119,7 +119,7 @@ func TestGenerate(t *testing.T) {
 		{
 			name: "a cut before any output is retried too",
 			attempts: []attempt{
-				{err: cut},
+				{err: errCut},
 				{events: []llm.Event{text("ok"), done}},
 			},
 			want:      []llm.Event{retryEvent(1), text("ok"), done},
@@ -137,8 +137,8 @@ func TestGenerate(t *testing.T) {
 		{
 			name: "two cuts, then success",
 			attempts: []attempt{
-				{events: []llm.Event{text("a")}, err: cut},
-				{events: []llm.Event{text("b")}, err: cut},
+				{events: []llm.Event{text("a")}, err: errCut},
+				{events: []llm.Event{text("b")}, err: errCut},
 				{events: []llm.Event{text("c"), done}},
 			},
 			want:      []llm.Event{text("a"), retryEvent(1), text("b"), retryEvent(2), text("c"), done},
@@ -147,7 +147,7 @@ func TestGenerate(t *testing.T) {
 		{
 			name: "more cuts than retries",
 			attempts: []attempt{
-				{err: cut}, {err: cut}, {events: []llm.Event{text("c")}, err: cut},
+				{err: errCut}, {err: errCut}, {events: []llm.Event{text("c")}, err: errCut},
 			},
 			want:      []llm.Event{retryEvent(1), retryEvent(2), text("c")},
 			wantErr:   llm.ErrStreamCut,
@@ -213,7 +213,7 @@ func TestGenerate(t *testing.T) {
 
 func TestRetryEventSaysWhy(t *testing.T) {
 	t.Parallel()
-	f := &fake{t: t, attempts: []attempt{{err: cut}, {events: []llm.Event{done}}}}
+	f := &fake{t: t, attempts: []attempt{{err: errCut}, {events: []llm.Event{done}}}}
 	m := Wrap(f, Policy{BaseDelay: 40 * time.Millisecond, MaxDelay: time.Second})
 	evs, err := collect(t.Context(), m)
 	if err != nil {
@@ -252,7 +252,7 @@ func TestPolicyDefaults(t *testing.T) {
 	if m.policy.MaxRetries != DefaultMaxRetries || m.policy.BaseDelay != DefaultBaseDelay || m.policy.MaxDelay != DefaultMaxDelay {
 		t.Errorf("policy = %+v, want the defaults", m.policy)
 	}
-	never := &fake{t: t, attempts: []attempt{{err: cut}}}
+	never := &fake{t: t, attempts: []attempt{{err: errCut}}}
 	if _, err := collect(t.Context(), Wrap(never, Policy{MaxRetries: -1})); !errors.Is(err, llm.ErrStreamCut) || never.callCount() != 1 {
 		t.Errorf("MaxRetries -1: error %v after %d calls, want the cut after 1", err, never.callCount())
 	}
@@ -260,7 +260,7 @@ func TestPolicyDefaults(t *testing.T) {
 
 func TestCancelStopsTheWait(t *testing.T) {
 	t.Parallel()
-	f := &fake{t: t, attempts: []attempt{{events: []llm.Event{text("a")}, err: cut}}}
+	f := &fake{t: t, attempts: []attempt{{events: []llm.Event{text("a")}, err: errCut}}}
 	m := Wrap(f, Policy{BaseDelay: time.Hour})
 	ctx, cancel := context.WithCancelCause(t.Context())
 	defer cancel(nil)
@@ -295,7 +295,7 @@ func TestCancelledCallIsNotRetried(t *testing.T) {
 
 func TestConsumerStopEndsTheCall(t *testing.T) {
 	t.Parallel()
-	f := &fake{t: t, attempts: []attempt{{events: []llm.Event{text("a")}, err: cut}}}
+	f := &fake{t: t, attempts: []attempt{{events: []llm.Event{text("a")}, err: errCut}}}
 	m := Wrap(f, Policy{BaseDelay: time.Millisecond})
 	for ev := range m.Generate(t.Context(), &llm.Request{}) {
 		if ev.Kind == llm.EventRetry {
@@ -313,7 +313,7 @@ func TestRetryable(t *testing.T) {
 		err  error
 		want bool
 	}{
-		{cut, true},
+		{errCut, true},
 		{overloaded, true},
 		{&llm.ProviderError{StatusCode: 529}, false},
 		{&llm.ProviderError{StatusCode: 400, InStream: true}, false},

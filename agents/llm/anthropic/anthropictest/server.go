@@ -125,6 +125,9 @@ func (s *Server) Close() { s.lb.Close() }
 // including the ones answered with an error.
 func (s *Server) Requests() [][]byte { return s.lb.Requests() }
 
+// Headers returns the headers of every request received so far, in the order of Requests.
+func (s *Server) Headers() []http.Header { return s.lb.Headers() }
+
 func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request) {
 	body, err := s.lb.Record(r)
 	if err != nil {

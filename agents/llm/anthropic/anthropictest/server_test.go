@@ -414,22 +414,6 @@ func TestFailFirst(t *testing.T) {
 	}
 }
 
-func TestCutAfter(t *testing.T) {
-	t.Parallel()
-	m := &fakeModel{events: []llm.Event{text("a"), text("b"), text("c"), done(llm.StopEndTurn, llm.Usage{})}}
-	s := New(m, WithCutAfter(4))
-	defer s.Close()
-	events, _ := readSSE(t, post(t, s, simpleBody(true)))
-	want := []string{"message_start", "ping", "content_block_start", "content_block_delta"}
-	if diff := cmp.Diff(want, names(events)); diff != "" {
-		t.Errorf("events before the cut (-want +got):\n%s", diff)
-	}
-	// Non-streamed answers are not cut.
-	if resp := post(t, s, simpleBody(false)); resp.StatusCode != http.StatusOK {
-		t.Errorf("non-stream status %d", resp.StatusCode)
-	}
-}
-
 func TestModelError(t *testing.T) {
 	t.Parallel()
 	t.Run("before the first event", func(t *testing.T) {
@@ -464,85 +448,6 @@ func TestModelError(t *testing.T) {
 		defer s.Close()
 		readError(t, post(t, s, simpleBody(false)), http.StatusInternalServerError)
 	})
-}
-
-func TestConcurrentRequests(t *testing.T) {
-	t.Parallel()
-	m := &fakeModel{events: []llm.Event{text("ok"), done(llm.StopEndTurn, llm.Usage{})}}
-	s := New(m)
-	defer s.Close()
-	body := `{"model":"m","max_tokens":5,"stream":true,"system":[{"type":"text","text":"shared","cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":"hi"}]}`
-	const n = 20
-	var wg sync.WaitGroup
-	for range n {
-		wg.Go(func() {
-			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, s.URL()+"/v1/messages", strings.NewReader(body))
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			req.Header.Set("anthropic-version", "2023-06-01")
-			resp, err := s.Client().Do(req)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			defer resp.Body.Close()
-			b, err := io.ReadAll(resp.Body)
-			if err != nil || !bytes.Contains(b, []byte("event: message_stop")) {
-				t.Errorf("response %q, err %v", b, err)
-			}
-		})
-	}
-	wg.Wait()
-	if got := len(s.Requests()); got != n {
-		t.Errorf("recorded %d requests, want %d", got, n)
-	}
-}
-
-// blockingModel blocks until its context ends, after telling started.
-type blockingModel struct {
-	started chan struct{}
-	ended   chan error
-}
-
-func (m *blockingModel) Name() string { return "blocking" }
-
-func (m *blockingModel) Generate(ctx context.Context, _ *llm.Request) iter.Seq2[llm.Event, error] {
-	return func(yield func(llm.Event, error) bool) {
-		close(m.started)
-		<-ctx.Done()
-		m.ended <- ctx.Err()
-		yield(llm.Event{}, ctx.Err())
-	}
-}
-
-func TestCloseCancelsModelCalls(t *testing.T) {
-	t.Parallel()
-	m := &blockingModel{started: make(chan struct{}), ended: make(chan error, 1)}
-	s := New(m)
-
-	client := make(chan error, 1)
-	go func() {
-		req, err := http.NewRequest(http.MethodPost, s.URL()+"/v1/messages",
-			strings.NewReader(`{"model":"m","max_tokens":5,"stream":true,"messages":[{"role":"user","content":"hi"}]}`))
-		if err != nil {
-			client <- err
-			return
-		}
-		req.Header.Set("anthropic-version", "2023-06-01")
-		resp, err := s.Client().Do(req)
-		if err == nil {
-			resp.Body.Close()
-		}
-		client <- err
-	}()
-	<-m.started
-	s.Close() // must not wait for the model forever
-	if err := <-m.ended; !errors.Is(err, context.Canceled) {
-		t.Errorf("model call ended with %v, want context.Canceled", err)
-	}
-	<-client // either a 500 or a closed connection; the point is that it returns
 }
 
 func TestUnknownPath(t *testing.T) {
