@@ -54,7 +54,7 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, runF RunFunc
 	if err != nil {
 		return err
 	}
-	model, err := newModel(cfg, cwd)
+	model, err := newModel(cfg, cwd, deps.LookupEnv, logger)
 	if err != nil {
 		return err
 	}
