@@ -11,7 +11,8 @@ package e2e
 //	archive works): OpenAI-compatible chat completions (agents/llm/openai/openaitest) by
 //	default, the Anthropic Messages API (agents/llm/anthropic/anthropictest) with
 //	-api anthropic. It runs for the rest of the script and is closed at its end. Sets
-//	$MOCK_URL to its base URL (ending in /v1 for openai; the root for anthropic). Options:
+//	$MOCK_URL to its base URL (ending in /v1 for openai; the root for anthropic) and
+//	$MOCK_ROOT to its root URL (no path). Options:
 //	  -key K               require the key K (Bearer for openai, x-api-key for anthropic; else 401)
 //	  -fail-first N:STATUS answer the first N requests with HTTP STATUS and the API's error body
 //	  -cut-after N         cut streams after N events (no terminal event)
@@ -229,6 +230,7 @@ func cmdMockLLM(ts *testscript.TestScript, neg bool, args []string) {
 	st.srv = srv
 	ts.Defer(srv.Close)
 	ts.Setenv("MOCK_URL", srv.URL())
+	ts.Setenv("MOCK_ROOT", strings.TrimSuffix(srv.URL(), "/v1"))
 }
 
 func cmdMockReqs(ts *testscript.TestScript, neg bool, args []string) {
