@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"iter"
 	"net"
 	"net/http"
 	"strings"
@@ -99,68 +98,8 @@ func RunSuite(t *testing.T, p Provider) {
 
 type suite struct{ p Provider }
 
-// backend is the model behind the mock server. Every call records its request and
-// yields reply's events, then its error; with hold, it then waits for its context to
-// end (the client went away) and reports that on released.
-type backend struct {
-	reply func(*llm.Request) ([]llm.Event, error)
-	hold  bool
-
-	arrived, released chan struct{} // one value per call (buffered; sends never block)
-
-	mu   sync.Mutex
-	reqs []*llm.Request
-}
-
-func newBackend(hold bool, events ...llm.Event) *backend {
-	return &backend{
-		reply:    func(*llm.Request) ([]llm.Event, error) { return events, nil },
-		hold:     hold,
-		arrived:  make(chan struct{}, 16),
-		released: make(chan struct{}, 16),
-	}
-}
-
-func (b *backend) Name() string { return "suite-backend" }
-
-func (b *backend) Generate(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
-	return func(yield func(llm.Event, error) bool) {
-		b.mu.Lock()
-		b.reqs = append(b.reqs, req)
-		b.mu.Unlock()
-		signal(b.arrived)
-		events, err := b.reply(req)
-		for _, ev := range events {
-			if !yield(ev, nil) {
-				return
-			}
-		}
-		if err != nil {
-			yield(llm.Event{}, err)
-			return
-		}
-		if b.hold {
-			<-ctx.Done()
-			signal(b.released)
-		}
-	}
-}
-
-func (b *backend) requests() []*llm.Request {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return append([]*llm.Request(nil), b.reqs...)
-}
-
-func signal(c chan struct{}) {
-	select {
-	case c <- struct{}{}:
-	default:
-	}
-}
-
 // await fails the test unless c gets a value within patience.
-func await(t *testing.T, c chan struct{}, what string) {
+func await(t *testing.T, c <-chan struct{}, what string) {
 	t.Helper()
 	select {
 	case <-c:
@@ -187,12 +126,6 @@ func (s *suite) start(t *testing.T, b llm.Model, faults Faults, adjust func(*Cli
 
 func hello() *llm.Request {
 	return &llm.Request{Agent: "parent", Messages: []llm.Message{llm.UserText("hello")}}
-}
-
-func text(s string) llm.Event { return llm.Event{Kind: llm.EventTextDelta, Text: s} }
-
-func toolCall(id, name, input string) llm.Event {
-	return llm.Event{Kind: llm.EventToolCall, ToolCall: llm.Block{Type: llm.BlockToolUse, ID: id, Name: name, Input: json.RawMessage(input)}}
 }
 
 func done(stop string, u llm.Usage) llm.Event {
@@ -233,8 +166,8 @@ func noKey(t *testing.T, err error) {
 
 func (s *suite) text(t *testing.T) {
 	t.Parallel()
-	want := []llm.Event{text("Hel"), text("lo"), done(llm.StopEndTurn, llm.Usage{InputTokens: 12, OutputTokens: 3})}
-	_, m := s.start(t, newBackend(false, want...), Faults{}, nil)
+	want := []llm.Event{Text("Hel"), Text("lo"), done(llm.StopEndTurn, llm.Usage{InputTokens: 12, OutputTokens: 3})}
+	_, m := s.start(t, NewBackend(false, want...), Faults{}, nil)
 	got, err := Collect(t.Context(), m, hello())
 	if err != nil {
 		t.Fatalf("Generate: %v", err)
@@ -249,13 +182,13 @@ func (s *suite) toolCalls(t *testing.T) {
 	t.Parallel()
 	// The mocks send each call's arguments in two pieces: the provider must join them.
 	want := []llm.Event{
-		text("Reading."),
-		toolCall("call_a", "read_file", `{"file_path":"a.go","note":"naïve – ünïcode"}`),
-		toolCall("call_b", "glob", `{"pattern":"*.go"}`),
-		toolCall("call_c", "list_agents", `{}`),
+		Text("Reading."),
+		ToolCall("call_a", "read_file", `{"file_path":"a.go","note":"naïve – ünïcode"}`),
+		ToolCall("call_b", "glob", `{"pattern":"*.go"}`),
+		ToolCall("call_c", "list_agents", `{}`),
 		done(llm.StopToolUse, llm.Usage{InputTokens: 40, OutputTokens: 20}),
 	}
-	_, m := s.start(t, newBackend(false, want...), Faults{}, nil)
+	_, m := s.start(t, NewBackend(false, want...), Faults{}, nil)
 	got, err := Collect(t.Context(), m, hello())
 	if err != nil {
 		t.Fatalf("Generate: %v", err)
@@ -293,7 +226,7 @@ func richRequest() *llm.Request {
 
 func (s *suite) request(t *testing.T) {
 	t.Parallel()
-	b := newBackend(false, text("ok"), done(llm.StopEndTurn, llm.Usage{InputTokens: 1, OutputTokens: 1}))
+	b := NewBackend(false, Text("ok"), done(llm.StopEndTurn, llm.Usage{InputTokens: 1, OutputTokens: 1}))
 	mock, m := s.start(t, b, Faults{}, nil)
 	sent := richRequest()
 	for range 2 {
@@ -301,7 +234,7 @@ func (s *suite) request(t *testing.T) {
 			t.Fatalf("Generate: %v", err)
 		}
 	}
-	reqs := b.requests()
+	reqs := b.Requests()
 	if len(reqs) != 2 {
 		t.Fatalf("backend saw %d requests, want 2", len(reqs))
 	}
@@ -320,8 +253,8 @@ func (s *suite) request(t *testing.T) {
 func (s *suite) usage(t *testing.T) {
 	t.Parallel()
 	u := llm.Usage{InputTokens: 200, CacheReadInputTokens: 800, OutputTokens: 5}
-	want := []llm.Event{text("ok"), done(llm.StopEndTurn, u)}
-	_, m := s.start(t, newBackend(false, want...), Faults{}, nil)
+	want := []llm.Event{Text("ok"), done(llm.StopEndTurn, u)}
+	_, m := s.start(t, NewBackend(false, want...), Faults{}, nil)
 	got, err := Collect(t.Context(), m, hello())
 	if err != nil {
 		t.Fatalf("Generate: %v", err)
@@ -331,10 +264,10 @@ func (s *suite) usage(t *testing.T) {
 
 func (s *suite) concurrent(t *testing.T) {
 	t.Parallel()
-	b := newBackend(false)
-	b.reply = func(req *llm.Request) ([]llm.Event, error) {
+	b := NewBackend(false)
+	b.Reply = func(req *llm.Request) ([]llm.Event, error) {
 		last := req.Messages[len(req.Messages)-1].Text()
-		return []llm.Event{text("echo: "), text(last), done(llm.StopEndTurn, llm.Usage{InputTokens: 1, OutputTokens: 1})}, nil
+		return []llm.Event{Text("echo: "), Text(last), done(llm.StopEndTurn, llm.Usage{InputTokens: 1, OutputTokens: 1})}, nil
 	}
 	_, m := s.start(t, b, Faults{}, nil)
 	var wg sync.WaitGroup
@@ -356,7 +289,7 @@ func (s *suite) concurrent(t *testing.T) {
 
 func (s *suite) earlyBreak(t *testing.T) {
 	t.Parallel()
-	b := newBackend(true, text("first"))
+	b := NewBackend(true, Text("first"))
 	_, m := s.start(t, b, Faults{}, nil)
 	for ev, err := range m.Generate(t.Context(), hello()) {
 		if err != nil {
@@ -366,20 +299,20 @@ func (s *suite) earlyBreak(t *testing.T) {
 			break
 		}
 	}
-	await(t, b.released, "the server seeing the client go after it stopped ranging")
+	await(t, b.Released(), "the server seeing the client go after it stopped ranging")
 }
 
 func (s *suite) cancel(t *testing.T) {
 	t.Parallel()
 	t.Run("before the answer starts", func(t *testing.T) {
 		t.Parallel()
-		b := newBackend(true)
+		b := NewBackend(true)
 		_, m := s.start(t, b, Faults{}, nil)
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
 		go func() {
 			select {
-			case <-b.arrived:
+			case <-b.Arrived():
 				cancel()
 			case <-ctx.Done():
 			}
@@ -388,11 +321,11 @@ func (s *suite) cancel(t *testing.T) {
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("error = %v, want context.Canceled", err)
 		}
-		await(t, b.released, "the server seeing the client go")
+		await(t, b.Released(), "the server seeing the client go")
 	})
 	t.Run("mid-stream", func(t *testing.T) {
 		t.Parallel()
-		b := newBackend(true, text("thinking"))
+		b := NewBackend(true, Text("thinking"))
 		_, m := s.start(t, b, Faults{}, nil)
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
@@ -412,14 +345,14 @@ func (s *suite) cancel(t *testing.T) {
 	})
 	t.Run("with a cause", func(t *testing.T) {
 		t.Parallel()
-		b := newBackend(true)
+		b := NewBackend(true)
 		_, m := s.start(t, b, Faults{}, nil)
 		stopped := errors.New("task_stop")
 		ctx, cancel := context.WithCancelCause(t.Context())
 		defer cancel(nil)
 		go func() {
 			select {
-			case <-b.arrived:
+			case <-b.Arrived():
 				cancel(stopped)
 			case <-ctx.Done():
 			}
@@ -438,14 +371,14 @@ var cutModes = []struct {
 }{{"closed", CutClose}, {"reset", CutReset}, {"ended early", CutEnd}}
 
 // threeParts is an answer long enough to be cut after three events.
-var threeParts = []llm.Event{text("a"), text("b"), text("c"), done(llm.StopEndTurn, llm.Usage{InputTokens: 3, OutputTokens: 3})}
+var threeParts = []llm.Event{Text("a"), Text("b"), Text("c"), done(llm.StopEndTurn, llm.Usage{InputTokens: 3, OutputTokens: 3})}
 
 func (s *suite) cutStream(t *testing.T) {
 	t.Parallel()
 	for _, c := range cutModes {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			_, m := s.start(t, newBackend(false, threeParts...), Faults{CutAfter: 3, Cut: c.mode}, nil)
+			_, m := s.start(t, NewBackend(false, threeParts...), Faults{CutAfter: 3, Cut: c.mode}, nil)
 			evs, err := Collect(t.Context(), m, hello())
 			if !errors.Is(err, llm.ErrStreamCut) {
 				t.Fatalf("error = %v, want llm.ErrStreamCut", err)
@@ -474,7 +407,7 @@ func (s *suite) cutStreamRetried(t *testing.T) {
 	for _, c := range cutModes {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			b := newBackend(false, threeParts...)
+			b := NewBackend(false, threeParts...)
 			_, m := s.start(t, b, Faults{CutAfter: 3, CutTimes: 1, Cut: c.mode}, nil)
 			evs, err := Collect(t.Context(), retry.Wrap(m, policy), hello())
 			if err != nil {
@@ -491,7 +424,7 @@ func (s *suite) cutStreamRetried(t *testing.T) {
 				t.Errorf("%d EventRetry, want 1", retries)
 			}
 			checkEvents(t, evs[last:], threeParts)
-			reqs := b.requests()
+			reqs := b.Requests()
 			if len(reqs) != 2 {
 				t.Fatalf("backend saw %d requests, want 2", len(reqs))
 			}
@@ -502,13 +435,13 @@ func (s *suite) cutStreamRetried(t *testing.T) {
 	}
 	t.Run("more cuts than retries", func(t *testing.T) {
 		t.Parallel()
-		b := newBackend(false, threeParts...)
+		b := NewBackend(false, threeParts...)
 		_, m := s.start(t, b, Faults{CutAfter: 3, Cut: CutReset}, nil)
 		_, err := Collect(t.Context(), retry.Wrap(m, policy), hello())
 		if !errors.Is(err, llm.ErrStreamCut) || !strings.Contains(err.Error(), "gave up after 3 attempts") {
 			t.Fatalf("error = %v, want the cut, after 3 attempts", err)
 		}
-		if n := len(b.requests()); n != 3 {
+		if n := len(b.Requests()); n != 3 {
 			t.Errorf("backend saw %d requests, want 3", n)
 		}
 	})
@@ -519,7 +452,7 @@ func (s *suite) errorAnswers(t *testing.T) {
 	for _, status := range []int{400, 403, 429, 500, 502, 503, 529} {
 		t.Run(fmt.Sprint(status), func(t *testing.T) {
 			t.Parallel()
-			b := newBackend(false, threeParts...)
+			b := NewBackend(false, threeParts...)
 			mock, m := s.start(t, b, Faults{FailFirst: 1, FailStatus: status}, nil)
 			_, err := Collect(t.Context(), m, hello())
 			var pe *llm.ProviderError
@@ -548,7 +481,7 @@ func (s *suite) errorAnswers(t *testing.T) {
 
 func (s *suite) sdkRetries(t *testing.T) {
 	t.Parallel()
-	b := newBackend(false, threeParts...)
+	b := NewBackend(false, threeParts...)
 	mock, m := s.start(t, b, Faults{FailFirst: 1, FailStatus: http.StatusInternalServerError}, func(c *Client) { c.MaxRetries = 1 })
 	evs, err := Collect(t.Context(), m, hello())
 	if err != nil {
@@ -562,9 +495,9 @@ func (s *suite) sdkRetries(t *testing.T) {
 
 func (s *suite) errorInStream(t *testing.T) {
 	t.Parallel()
-	b := newBackend(false, text("par"))
-	b.reply = func(*llm.Request) ([]llm.Event, error) {
-		return []llm.Event{text("par")}, &llm.ProviderError{StatusCode: 529, Message: "upstream overloaded"}
+	b := NewBackend(false, Text("par"))
+	b.Reply = func(*llm.Request) ([]llm.Event, error) {
+		return []llm.Event{Text("par")}, &llm.ProviderError{StatusCode: 529, Message: "upstream overloaded"}
 	}
 	_, m := s.start(t, b, Faults{}, nil)
 	evs, err := Collect(t.Context(), m, hello())
@@ -575,7 +508,7 @@ func (s *suite) errorInStream(t *testing.T) {
 	if !pe.InStream || !strings.Contains(pe.Message, "upstream overloaded") || pe.Provider != s.p.Name {
 		t.Errorf("ProviderError = %+v, want InStream with the server's message", *pe)
 	}
-	checkEvents(t, evs, []llm.Event{text("par")})
+	checkEvents(t, evs, []llm.Event{Text("par")})
 }
 
 // closedPort returns a loopback address where nothing listens.
@@ -621,11 +554,11 @@ func (s *suite) timeout(t *testing.T) {
 		events []llm.Event
 	}{
 		{"before the answer", nil},
-		{"mid-stream", []llm.Event{text("slow")}},
+		{"mid-stream", []llm.Event{Text("slow")}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			b := newBackend(true, tt.events...)
+			b := NewBackend(true, tt.events...)
 			_, m := s.start(t, b, Faults{}, func(c *Client) {
 				c.RequestTimeout, c.TimeoutName = 300*time.Millisecond, "--request-timeout"
 			})
@@ -649,7 +582,7 @@ func (s *suite) timeout(t *testing.T) {
 
 func (s *suite) notFound(t *testing.T) {
 	t.Parallel()
-	mock, _ := s.start(t, newBackend(false, threeParts...), Faults{}, nil)
+	mock, _ := s.start(t, NewBackend(false, threeParts...), Faults{}, nil)
 	base := s.p.Misroute(mock.URL())
 	m, err := s.p.New(Client{BaseURL: base, HTTPClient: mock.Client(), APIKey: suiteKey, Model: suiteModel})
 	if err != nil {
@@ -672,7 +605,7 @@ func (s *suite) notFound(t *testing.T) {
 
 func (s *suite) unauthorized(t *testing.T) {
 	t.Parallel()
-	_, m := s.start(t, newBackend(false, threeParts...), Faults{}, func(c *Client) { c.APIKey = "sk-suite-wrong-key" })
+	_, m := s.start(t, NewBackend(false, threeParts...), Faults{}, func(c *Client) { c.APIKey = "sk-suite-wrong-key" })
 	_, err := Collect(t.Context(), m, hello())
 	var pe *llm.ProviderError
 	if !errors.As(err, &pe) || pe.StatusCode != http.StatusUnauthorized || pe.Retryable() {
