@@ -133,14 +133,16 @@ func done(stop string, u llm.Usage) llm.Event {
 }
 
 // jsonEqual compares raw JSON by value.
-var jsonEqual = cmp.FilterValues(func(a, b json.RawMessage) bool { return len(a) > 0 && len(b) > 0 },
-	cmp.Transformer("json", func(r json.RawMessage) any {
-		var v any
-		if err := json.Unmarshal(r, &v); err != nil {
-			return string(r)
-		}
-		return v
-	}))
+func jsonEqual() cmp.Option {
+	return cmp.FilterValues(func(a, b json.RawMessage) bool { return len(a) > 0 && len(b) > 0 },
+		cmp.Transformer("json", func(r json.RawMessage) any {
+			var v any
+			if err := json.Unmarshal(r, &v); err != nil {
+				return string(r)
+			}
+			return v
+		}))
+}
 
 // checkEvents compares events, ignoring the provider's message ids (which must be set
 // on EventDone).
@@ -151,7 +153,7 @@ func checkEvents(t *testing.T, got, want []llm.Event) {
 			t.Errorf("EventDone without a MessageID")
 		}
 	}
-	if diff := cmp.Diff(want, got, jsonEqual, cmpopts.IgnoreFields(llm.Event{}, "MessageID"), cmpopts.EquateEmpty()); diff != "" {
+	if diff := cmp.Diff(want, got, jsonEqual(), cmpopts.IgnoreFields(llm.Event{}, "MessageID"), cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
 }
@@ -239,7 +241,7 @@ func (s *suite) request(t *testing.T) {
 		t.Fatalf("backend saw %d requests, want 2", len(reqs))
 	}
 	// What the mock decoded from the wire is what was sent (the agent is the mock's guess).
-	if diff := cmp.Diff(sent, reqs[0], jsonEqual, cmpopts.IgnoreFields(llm.Request{}, "Agent")); diff != "" {
+	if diff := cmp.Diff(sent, reqs[0], jsonEqual(), cmpopts.IgnoreFields(llm.Request{}, "Agent")); diff != "" {
 		t.Errorf("request as the server read it (-sent +read):\n%s", diff)
 	}
 	if bodies := mock.Requests(); len(bodies) != 2 || string(bodies[0]) != string(bodies[1]) {
@@ -364,21 +366,28 @@ func (s *suite) cancel(t *testing.T) {
 	})
 }
 
-// cutModes are the ways a stream breaks off.
-var cutModes = []struct {
+// cutCase is one way a stream breaks off.
+type cutCase struct {
 	name string
 	mode CutMode
-}{{"closed", CutClose}, {"reset", CutReset}, {"ended early", CutEnd}}
+}
+
+// cutModes are the ways a stream breaks off.
+func cutModes() []cutCase {
+	return []cutCase{{"closed", CutClose}, {"reset", CutReset}, {"ended early", CutEnd}}
+}
 
 // threeParts is an answer long enough to be cut after three events.
-var threeParts = []llm.Event{Text("a"), Text("b"), Text("c"), done(llm.StopEndTurn, llm.Usage{InputTokens: 3, OutputTokens: 3})}
+func threeParts() []llm.Event {
+	return []llm.Event{Text("a"), Text("b"), Text("c"), done(llm.StopEndTurn, llm.Usage{InputTokens: 3, OutputTokens: 3})}
+}
 
 func (s *suite) cutStream(t *testing.T) {
 	t.Parallel()
-	for _, c := range cutModes {
+	for _, c := range cutModes() {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			_, m := s.start(t, NewBackend(false, threeParts...), Faults{CutAfter: 3, Cut: c.mode}, nil)
+			_, m := s.start(t, NewBackend(false, threeParts()...), Faults{CutAfter: 3, Cut: c.mode}, nil)
 			evs, err := Collect(t.Context(), m, hello())
 			if !errors.Is(err, llm.ErrStreamCut) {
 				t.Fatalf("error = %v, want llm.ErrStreamCut", err)
@@ -404,10 +413,10 @@ func (s *suite) cutStream(t *testing.T) {
 func (s *suite) cutStreamRetried(t *testing.T) {
 	t.Parallel()
 	policy := retry.Policy{BaseDelay: time.Millisecond}
-	for _, c := range cutModes {
+	for _, c := range cutModes() {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			b := NewBackend(false, threeParts...)
+			b := NewBackend(false, threeParts()...)
 			_, m := s.start(t, b, Faults{CutAfter: 3, CutTimes: 1, Cut: c.mode}, nil)
 			evs, err := Collect(t.Context(), retry.Wrap(m, policy), hello())
 			if err != nil {
@@ -423,19 +432,19 @@ func (s *suite) cutStreamRetried(t *testing.T) {
 			if retries != 1 {
 				t.Errorf("%d EventRetry, want 1", retries)
 			}
-			checkEvents(t, evs[last:], threeParts)
+			checkEvents(t, evs[last:], threeParts())
 			reqs := b.Requests()
 			if len(reqs) != 2 {
 				t.Fatalf("backend saw %d requests, want 2", len(reqs))
 			}
-			if diff := cmp.Diff(reqs[0], reqs[1], jsonEqual); diff != "" {
+			if diff := cmp.Diff(reqs[0], reqs[1], jsonEqual()); diff != "" {
 				t.Errorf("the retry sent another request:\n%s", diff)
 			}
 		})
 	}
 	t.Run("more cuts than retries", func(t *testing.T) {
 		t.Parallel()
-		b := NewBackend(false, threeParts...)
+		b := NewBackend(false, threeParts()...)
 		_, m := s.start(t, b, Faults{CutAfter: 3, Cut: CutReset}, nil)
 		_, err := Collect(t.Context(), retry.Wrap(m, policy), hello())
 		if !errors.Is(err, llm.ErrStreamCut) || !strings.Contains(err.Error(), "gave up after 3 attempts") {
@@ -452,7 +461,7 @@ func (s *suite) errorAnswers(t *testing.T) {
 	for _, status := range []int{400, 403, 429, 500, 502, 503, 529} {
 		t.Run(fmt.Sprint(status), func(t *testing.T) {
 			t.Parallel()
-			b := NewBackend(false, threeParts...)
+			b := NewBackend(false, threeParts()...)
 			mock, m := s.start(t, b, Faults{FailFirst: 1, FailStatus: status}, nil)
 			_, err := Collect(t.Context(), m, hello())
 			var pe *llm.ProviderError
@@ -481,13 +490,13 @@ func (s *suite) errorAnswers(t *testing.T) {
 
 func (s *suite) sdkRetries(t *testing.T) {
 	t.Parallel()
-	b := NewBackend(false, threeParts...)
+	b := NewBackend(false, threeParts()...)
 	mock, m := s.start(t, b, Faults{FailFirst: 1, FailStatus: http.StatusInternalServerError}, func(c *Client) { c.MaxRetries = 1 })
 	evs, err := Collect(t.Context(), m, hello())
 	if err != nil {
 		t.Fatalf("Generate with MaxRetries 1 after one 500: %v", err)
 	}
-	checkEvents(t, evs, threeParts)
+	checkEvents(t, evs, threeParts())
 	if bodies := mock.Requests(); len(bodies) != 2 || string(bodies[0]) != string(bodies[1]) {
 		t.Errorf("server saw %d requests, want the same body twice", len(bodies))
 	}
@@ -582,7 +591,7 @@ func (s *suite) timeout(t *testing.T) {
 
 func (s *suite) notFound(t *testing.T) {
 	t.Parallel()
-	mock, _ := s.start(t, NewBackend(false, threeParts...), Faults{}, nil)
+	mock, _ := s.start(t, NewBackend(false, threeParts()...), Faults{}, nil)
 	base := s.p.Misroute(mock.URL())
 	m, err := s.p.New(Client{BaseURL: base, HTTPClient: mock.Client(), APIKey: suiteKey, Model: suiteModel})
 	if err != nil {
@@ -605,7 +614,7 @@ func (s *suite) notFound(t *testing.T) {
 
 func (s *suite) unauthorized(t *testing.T) {
 	t.Parallel()
-	_, m := s.start(t, NewBackend(false, threeParts...), Faults{}, func(c *Client) { c.APIKey = "sk-suite-wrong-key" })
+	_, m := s.start(t, NewBackend(false, threeParts()...), Faults{}, func(c *Client) { c.APIKey = "sk-suite-wrong-key" })
 	_, err := Collect(t.Context(), m, hello())
 	var pe *llm.ProviderError
 	if !errors.As(err, &pe) || pe.StatusCode != http.StatusUnauthorized || pe.Retryable() {

@@ -326,3 +326,42 @@ func TestRetryable(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkGenerate is the cost the wrapper adds to a call that does not break:
+// a 100-event answer, ranged over bare and wrapped.
+func BenchmarkGenerate(b *testing.B) {
+	events := make([]llm.Event, 100)
+	for i := range events {
+		events[i] = text("x")
+	}
+	events[99] = done
+	bare := eventsModel(events)
+	for _, bm := range []struct {
+		name string
+		m    llm.Model
+	}{{"bare", bare}, {"wrapped", Wrap(bare, Policy{})}} {
+		b.Run(bm.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := collect(b.Context(), bm.m); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// eventsModel answers every call with the same events.
+type eventsModel []llm.Event
+
+func (eventsModel) Name() string { return "events" }
+
+func (e eventsModel) Generate(context.Context, *llm.Request) iter.Seq2[llm.Event, error] {
+	return func(yield func(llm.Event, error) bool) {
+		for _, ev := range e {
+			if !yield(ev, nil) {
+				return
+			}
+		}
+	}
+}
