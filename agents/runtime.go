@@ -95,7 +95,7 @@ type RuntimeConfig struct {
 	// Tracer records a span per model call and per tool call; nil records nothing.
 	Tracer trace.Tracer
 	// OnModelEvent, when set, sees every event of every model call as it streams (text
-	// deltas, tool calls, done), from the goroutine running Execute; it must not block.
+	// deltas, tool calls, retries, done), from the goroutine running Execute; it must not block.
 	OnModelEvent func(llm.Event)
 	// History seeds the chat (transcript revival). The runtime owns the slice afterwards.
 	History []llm.Message
@@ -327,6 +327,10 @@ func (r *Runtime) call(ctx context.Context, partial *string) (_ llm.Message, err
 			blocks = append(blocks, tc)
 		case llm.EventDone:
 			done, seen = ev, true
+		case llm.EventRetry:
+			// The provider makes the call again: what the broken attempt streamed is void.
+			text.Reset()
+			blocks = blocks[:0]
 		}
 	}
 	r.stats.APIDuration += r.cfg.Now().Sub(callStart)

@@ -56,6 +56,7 @@ type Config struct {
 	InputFormat        string        `mapstructure:"input-format"`
 	MaxTurns           int           `mapstructure:"max-turns"`
 	Timeout            time.Duration `mapstructure:"timeout"`
+	RequestTimeout     time.Duration `mapstructure:"request-timeout"`
 	ApprovalMode       string        `mapstructure:"approval-mode"`
 	BackgroundOnExit   string        `mapstructure:"background-on-exit"`
 	MaxBackground      int           `mapstructure:"max-background"`
@@ -141,6 +142,7 @@ func settings() []setting {
 		{key: "scenario", kind: kindString, flag: true},
 		{key: "max-turns", kind: kindInt, flag: true, def: 0},
 		{key: "timeout", kind: kindDuration, flag: true, def: time.Duration(0)},
+		{key: "request-timeout", kind: kindDuration, flag: true, def: defaultRequestTimeout},
 		{key: "approval-mode", kind: kindString, flag: true, def: approvalDefault},
 		{key: "background-on-exit", kind: kindString, flag: true, def: backgroundWait},
 		{key: "max-background", kind: kindInt, flag: true, def: defaultMaxBackground},
@@ -274,10 +276,7 @@ func loadConfig(v *viper.Viper, in configInput) (*Config, []ignoredKey, error) {
 	// environment, below STOKE_* variables of the same key and below flags.
 	provider := v.GetString("provider")
 	if provider == "" {
-		provider = providerOpenAI
-		if v.GetString("scenario") != "" {
-			provider = providerScripted
-		}
+		provider = defaultProvider(v.GetString("scenario"), in.lookupEnv)
 		v.SetDefault("provider", provider)
 	}
 	penv := make(map[string]any)

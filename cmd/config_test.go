@@ -94,6 +94,7 @@ func TestProviderEnvironment(t *testing.T) {
 		{name: "settings key when no variable", settings: "api-key: sk-settings\n", wantKey: "sk-settings"},
 		{name: "ANTHROPIC_API_KEY ignored by openai",
 			env:     map[string]string{"ANTHROPIC_API_KEY": "sk-ant", "ANTHROPIC_BASE_URL": "http://ant/v1"},
+			args:    []string{"--provider", "openai"},
 			wantKey: "", wantURL: ""},
 		{name: "OPENAI_API_KEY ignored by anthropic",
 			env:     map[string]string{"OPENAI_API_KEY": "sk-openai", "ANTHROPIC_API_KEY": "sk-ant"},

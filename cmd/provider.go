@@ -1,6 +1,9 @@
 package cmd
 
 import (
+	"errors"
+	"fmt"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"time"
@@ -8,6 +11,7 @@ import (
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/llm/anthropic"
 	"github.com/stoke-cli/stoke/agents/llm/openai"
+	"github.com/stoke-cli/stoke/agents/llm/retry"
 	"github.com/stoke-cli/stoke/agents/llm/scripted"
 )
 
@@ -21,32 +25,51 @@ const (
 const (
 	defaultOpenAIModel    = "gpt-4o-mini"
 	defaultAnthropicModel = "claude-sonnet-4-5"
-	// openAIMaxRetries is how often a failed request is retried before the stream starts.
-	openAIMaxRetries = 2
-	// openAIRequestTimeout bounds one HTTP attempt, streamed body included.
-	openAIRequestTimeout = 10 * time.Minute
+	// sdkMaxRetries is how often the provider SDKs retry a failed request before its
+	// answer starts streaming (connection errors, 408/409/429/5xx).
+	sdkMaxRetries = 2
+	// defaultRequestTimeout bounds one HTTP attempt, streamed body included
+	// (--request-timeout).
+	defaultRequestTimeout = 10 * time.Minute
 )
+
+// defaultProvider is the provider when none is configured: scripted with a scenario;
+// anthropic when only Anthropic's variables are set (ANTHROPIC_API_KEY or
+// ANTHROPIC_BASE_URL, and neither OPENAI_API_KEY nor OPENAI_BASE_URL); else openai.
+func defaultProvider(scenario string, lookupEnv func(string) (string, bool)) string {
+	if scenario != "" {
+		return providerScripted
+	}
+	if providerVarsSet(providerAnthropic, lookupEnv) && !providerVarsSet(providerOpenAI, lookupEnv) {
+		return providerAnthropic
+	}
+	return providerOpenAI
+}
+
+// providerVarsSet reports whether the provider's own key or base URL variable is set
+// and not empty.
+func providerVarsSet(provider string, lookupEnv func(string) (string, bool)) bool {
+	vars := providerEnv(provider)
+	for _, key := range []string{"api-key", "base-url"} {
+		if v, ok := lookupEnv(vars[key]); ok && v != "" {
+			return true
+		}
+	}
+	return false
+}
 
 // newModel builds the model cfg names. Relative scenario paths are resolved against cwd.
 // Configuration errors wrap llm.ErrNoAPIKey or llm.ErrBadConfig, or are usage errors.
-func newModel(cfg *Config, cwd string) (llm.Model, error) {
+// The network providers retry a call whose stream breaks (retry.Model), logging each
+// retry on logger.
+func newModel(cfg *Config, cwd string, lookupEnv func(string) (string, bool), logger *slog.Logger) (llm.Model, error) {
 	switch cfg.Provider {
-	case providerOpenAI:
-		name := cfg.Model
-		if name == "" {
-			name = defaultOpenAIModel
-		}
-		m, err := openai.New(openai.Config{
-			APIKey:         cfg.APIKey,
-			BaseURL:        cfg.BaseURL,
-			Model:          name,
-			MaxRetries:     openAIMaxRetries,
-			RequestTimeout: openAIRequestTimeout,
-		})
+	case providerOpenAI, providerAnthropic:
+		m, err := newNetworkModel(cfg)
 		if err != nil {
-			return nil, err
+			return nil, withOtherKeyHint(err, cfg.Provider, lookupEnv)
 		}
-		return m, nil
+		return retry.Wrap(m, retry.Policy{Logger: logger}), nil
 	case providerScripted:
 		if cfg.Scenario == "" {
 			return nil, usageErrorf("provider scripted needs a scenario: pass --scenario FILE")
@@ -60,24 +83,60 @@ func newModel(cfg *Config, cwd string) (llm.Model, error) {
 			return nil, err
 		}
 		return m, nil
-	case providerAnthropic:
-		name := cfg.Model
-		if name == "" {
-			name = defaultAnthropicModel
-		}
-		m, err := anthropic.New(anthropic.Config{
-			APIKey:         cfg.APIKey,
-			BaseURL:        cfg.BaseURL,
-			Model:          name,
-			MaxRetries:     openAIMaxRetries,
-			RequestTimeout: openAIRequestTimeout,
-		})
-		if err != nil {
-			return nil, err
-		}
-		return m, nil
 	default:
 		return nil, usageErrorf("unknown provider %q: want one of %s", cfg.Provider,
 			strings.Join([]string{providerOpenAI, providerAnthropic, providerScripted}, ", "))
 	}
+}
+
+// newNetworkModel builds the openai or anthropic provider.
+func newNetworkModel(cfg *Config) (llm.Model, error) {
+	timeout := cfg.RequestTimeout
+	if timeout <= 0 {
+		return nil, usageErrorf("invalid --request-timeout %v%s: want a positive duration", timeout, cfg.from("request-timeout"))
+	}
+	timeoutName := "--request-timeout"
+	if src, ok := cfg.sources["request-timeout"]; ok && src != timeoutName {
+		timeoutName += ", from " + src
+	}
+	if cfg.Provider == providerAnthropic {
+		name := cfg.Model
+		if name == "" {
+			name = defaultAnthropicModel
+		}
+		return anthropic.New(anthropic.Config{
+			APIKey: cfg.APIKey, KeyName: keyName(cfg), BaseURL: cfg.BaseURL, Model: name,
+			MaxRetries: sdkMaxRetries, RequestTimeout: timeout, TimeoutName: timeoutName,
+		})
+	}
+	name := cfg.Model
+	if name == "" {
+		name = defaultOpenAIModel
+	}
+	return openai.New(openai.Config{
+		APIKey: cfg.APIKey, KeyName: keyName(cfg), BaseURL: cfg.BaseURL, Model: name,
+		MaxRetries: sdkMaxRetries, RequestTimeout: timeout, TimeoutName: timeoutName,
+	})
+}
+
+// keyName says where the API key came from, for the message of a 401 answer.
+func keyName(cfg *Config) string {
+	src := cfg.sources["api-key"]
+	if strings.HasSuffix(src, settingsFile) {
+		return "api-key in " + src
+	}
+	return src
+}
+
+// withOtherKeyHint adds to a missing-key error of provider that the other network
+// provider's key is set, and how to use it.
+func withOtherKeyHint(err error, provider string, lookupEnv func(string) (string, bool)) error {
+	other := providerAnthropic
+	if provider == providerAnthropic {
+		other = providerOpenAI
+	}
+	if !errors.Is(err, llm.ErrNoAPIKey) || !providerVarsSet(other, lookupEnv) {
+		return err
+	}
+	return fmt.Errorf("%w (%s is set: pass --provider %s to use it)", err, providerEnv(other)["api-key"], other)
 }

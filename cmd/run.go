@@ -60,7 +60,7 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, args []strin
 	if err != nil {
 		return err
 	}
-	model, err := newModel(cfg, cwd)
+	model, err := newModel(cfg, cwd, deps.LookupEnv, logger)
 	if err != nil {
 		return err
 	}

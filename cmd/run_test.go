@@ -14,6 +14,7 @@ import (
 	"github.com/stoke-cli/stoke/agents/hooks"
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/llm/openai"
+	"github.com/stoke-cli/stoke/agents/llm/retry"
 	"github.com/stoke-cli/stoke/agents/llm/scripted"
 	"github.com/stoke-cli/stoke/headless"
 )
@@ -64,8 +65,10 @@ func TestOptionsFromFlags(t *testing.T) {
 	if d := cmp.Diff(want, *got.opts, ignoreWiring); d != "" {
 		t.Errorf("Options (-want +got):\n%s", d)
 	}
-	if _, ok := got.opts.Model.(*openai.Model); !ok {
-		t.Errorf("Model is %T, want *openai.Model", got.opts.Model)
+	if r, ok := got.opts.Model.(*retry.Model); !ok {
+		t.Errorf("Model is %T, want *retry.Model", got.opts.Model)
+	} else if _, ok := r.Model.(*openai.Model); !ok {
+		t.Errorf("Model retries a %T, want *openai.Model", r.Model)
 	}
 	if got.opts.Stdin != nil || got.opts.Logger == nil || got.opts.Stdout == nil {
 		t.Errorf("Stdin %v, Logger %v, Stdout %v; want nil, set, set", got.opts.Stdin, got.opts.Logger, got.opts.Stdout)

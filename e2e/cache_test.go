@@ -9,8 +9,8 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/stoke-cli/stoke/agents/llm/openai/openaitest"
 	"github.com/stoke-cli/stoke/agents/llm/scripted"
-	"github.com/stoke-cli/stoke/e2e/mockllm"
 )
 
 // TestRevivedRequestKeepsCachePrefix: after a restart, the revived chat sends the provider
@@ -24,7 +24,7 @@ func TestRevivedRequestKeepsCachePrefix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := mockllm.New(m, mockllm.WithAPIKey("sk-cache"))
+	srv := openaitest.New(m, openaitest.WithAPIKey("sk-cache"))
 	defer srv.Close()
 	dir := t.TempDir()
 	home := filepath.Join(dir, "home")

@@ -3,21 +3,32 @@ package e2e
 // Custom testscript commands for the e2e scripts. Flags come before the positional
 // arguments. "!" marks the commands that accept negation.
 //
-// mockllm [-key K] [-fail-first N:STATUS] [-cut-after N] [-cached N] SCENARIO_FILE
+// mockllm [-api openai|anthropic] [-key K] [-fail-first N:STATUS] [-cut-after N]
+//         [-cut-times K] [-cut-mode close|reset|end] [-fault-agent NAME] [-cached N] SCENARIO_FILE
 //
-//	Starts an OpenAI-compatible server on loopback (package e2e/mockllm), answering from
-//	the scripted provider playing SCENARIO_FILE (relative to the current directory, so a
-//	scenario inside the txtar archive works). It runs for the rest of the script and is
-//	closed at its end. Sets $MOCK_URL to its base URL (ending in /v1). Options:
-//	  -key K              require "Authorization: Bearer K" (else 401)
-//	  -fail-first N:STATUS answer the first N requests with HTTP STATUS and an OpenAI error body
-//	  -cut-after N        cut every stream after N chunk lines (no finish_reason, no [DONE])
-//	  -cached N           report N as usage.prompt_tokens_details.cached_tokens
+//	Starts a mock model server on loopback, answering from the scripted provider playing
+//	SCENARIO_FILE (relative to the current directory, so a scenario inside the txtar
+//	archive works): OpenAI-compatible chat completions (agents/llm/openai/openaitest) by
+//	default, the Anthropic Messages API (agents/llm/anthropic/anthropictest) with
+//	-api anthropic. It runs for the rest of the script and is closed at its end. Sets
+//	$MOCK_URL to its base URL (ending in /v1 for openai; the root for anthropic) and
+//	$MOCK_ROOT to its root URL (no path). Options:
+//	  -key K               require the key K (Bearer for openai, x-api-key for anthropic; else 401)
+//	  -fail-first N:STATUS answer the first N requests with HTTP STATUS and the API's error body
+//	  -cut-after N         cut streams after N events (no terminal event)
+//	  -cut-times K         cut only the first K streams (default: every one)
+//	  -cut-mode M          how: close (default; EOF mid-body), reset (TCP RST), end (the
+//	                       body ends cleanly, unfinished)
+//	  -fault-agent NAME    inject the faults only into requests of that agent (parent, or
+//	                       a subagent type)
+//	  -cached N            (openai) report N as usage.prompt_tokens_details.cached_tokens
 //	A second mockllm in the same script closes the first and replaces it.
 //
 //	  mockllm -fail-first 1:500 scenario.yaml
 //	  env OPENAI_API_KEY=sk-test
 //	  exec stoke -p hi --provider openai --base-url $MOCK_URL
+//
+//	  mockllm -api anthropic -cut-after 3 -cut-times 1 -cut-mode reset -fault-agent general-purpose scenario.yaml
 //
 // [!] mockreqs N
 // mockreqs -dump FILE
@@ -79,8 +90,10 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/tidwall/gjson"
 
+	"github.com/stoke-cli/stoke/agents/llm/anthropic/anthropictest"
+	"github.com/stoke-cli/stoke/agents/llm/llmtest"
+	"github.com/stoke-cli/stoke/agents/llm/openai/openaitest"
 	"github.com/stoke-cli/stoke/agents/llm/scripted"
-	"github.com/stoke-cli/stoke/e2e/mockllm"
 	"github.com/stoke-cli/stoke/streamjson"
 )
 
@@ -99,9 +112,16 @@ func commands() map[string]scriptCmd {
 // mockKey keys the script's *mockState in testscript's per-script values.
 type mockKey struct{}
 
+// mockServer is a running mock model server of either API.
+type mockServer interface {
+	URL() string
+	Requests() [][]byte
+	Close()
+}
+
 // mockState is the mock server of one script (nil until mockllm runs).
 type mockState struct {
-	srv *mockllm.Server
+	srv mockServer
 }
 
 func mockOf(ts *testscript.TestScript) *mockState { return ts.Value(mockKey{}).(*mockState) }
@@ -118,16 +138,19 @@ func parseFlags(ts *testscript.TestScript, usage string, args []string, define f
 }
 
 func cmdMockLLM(ts *testscript.TestScript, neg bool, args []string) {
-	const usage = "mockllm [-key K] [-fail-first N:STATUS] [-cut-after N] [-cached N] SCENARIO_FILE"
+	const usage = "mockllm [-api openai|anthropic] [-key K] [-fail-first N:STATUS] [-cut-after N] [-cut-times K] " +
+		"[-cut-mode close|reset|end] [-fault-agent NAME] [-cached N] SCENARIO_FILE"
 	if neg {
 		ts.Fatalf("unsupported: ! mockllm")
 	}
-	var opts []mockllm.Option
+	var (
+		api, key string
+		faults   llmtest.Faults
+		cached   int64 = -1
+	)
 	rest := parseFlags(ts, usage, args, func(fs *flag.FlagSet) {
-		fs.Func("key", "required API key", func(s string) error {
-			opts = append(opts, mockllm.WithAPIKey(s))
-			return nil
-		})
+		fs.StringVar(&api, "api", "openai", "openai or anthropic")
+		fs.StringVar(&key, "key", "", "required API key")
 		fs.Func("fail-first", "N:STATUS", func(s string) error {
 			n, status, ok := strings.Cut(s, ":")
 			if !ok {
@@ -138,23 +161,37 @@ func cmdMockLLM(ts *testscript.TestScript, neg bool, args []string) {
 			if err := errors.Join(err1, err2); err != nil || ni < 0 || si < 400 || si > 599 {
 				return fmt.Errorf("want N:STATUS with N >= 0 and STATUS 400..599, got %q", s)
 			}
-			opts = append(opts, mockllm.WithFailFirst(ni, si))
+			faults.FailFirst, faults.FailStatus = ni, si
 			return nil
 		})
-		fs.Func("cut-after", "N chunks", func(s string) error {
-			n, err := strconv.Atoi(s)
-			if err != nil || n < 1 {
-				return fmt.Errorf("want a positive number of chunks, got %q", s)
+		positive := func(dst *int) func(string) error {
+			return func(s string) error {
+				n, err := strconv.Atoi(s)
+				if err != nil || n < 1 {
+					return fmt.Errorf("want a positive number, got %q", s)
+				}
+				*dst = n
+				return nil
 			}
-			opts = append(opts, mockllm.WithCutAfter(n))
+		}
+		fs.Func("cut-after", "N events", positive(&faults.CutAfter))
+		fs.Func("cut-times", "K streams", positive(&faults.CutTimes))
+		fs.Func("cut-mode", "close|reset|end", func(s string) error {
+			modes := map[string]llmtest.CutMode{"close": llmtest.CutClose, "reset": llmtest.CutReset, "end": llmtest.CutEnd}
+			m, ok := modes[s]
+			if !ok {
+				return fmt.Errorf("want close, reset or end, got %q", s)
+			}
+			faults.Cut = m
 			return nil
 		})
+		fs.StringVar(&faults.Agent, "fault-agent", "", "inject faults only into this agent's requests")
 		fs.Func("cached", "N tokens", func(s string) error {
 			n, err := strconv.ParseInt(s, 10, 64)
 			if err != nil || n < 0 {
 				return fmt.Errorf("want a token count, got %q", s)
 			}
-			opts = append(opts, mockllm.WithCachedTokens(n))
+			cached = n
 			return nil
 		})
 	})
@@ -163,13 +200,37 @@ func cmdMockLLM(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	model, err := scripted.Open(ts.MkAbs(rest[0]))
 	ts.Check(err)
+	var srv mockServer
+	switch api {
+	case "openai":
+		opts := []openaitest.Option{openaitest.WithFaults(faults)}
+		if key != "" {
+			opts = append(opts, openaitest.WithAPIKey(key))
+		}
+		if cached >= 0 {
+			opts = append(opts, openaitest.WithCachedTokens(cached))
+		}
+		srv = openaitest.New(model, opts...)
+	case "anthropic":
+		if cached >= 0 {
+			ts.Fatalf("mockllm: -cached is for -api openai")
+		}
+		opts := []anthropictest.Option{anthropictest.WithFaults(faults)}
+		if key != "" {
+			opts = append(opts, anthropictest.WithAPIKey(key))
+		}
+		srv = anthropictest.New(model, opts...)
+	default:
+		ts.Fatalf("mockllm: -api %q: want openai or anthropic", api)
+	}
 	st := mockOf(ts)
 	if st.srv != nil {
 		st.srv.Close()
 	}
-	st.srv = mockllm.New(model, opts...)
-	ts.Defer(st.srv.Close)
-	ts.Setenv("MOCK_URL", st.srv.URL())
+	st.srv = srv
+	ts.Defer(srv.Close)
+	ts.Setenv("MOCK_URL", srv.URL())
+	ts.Setenv("MOCK_ROOT", strings.TrimSuffix(srv.URL(), "/v1"))
 }
 
 func cmdMockReqs(ts *testscript.TestScript, neg bool, args []string) {

@@ -2,6 +2,7 @@ package headless
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/stoke-cli/stoke/agents/llm"
@@ -39,8 +40,25 @@ func (p *partialStream) write(ev map[string]any) {
 	p.emit(&streamEvent{Envelope: streamjson.Envelope{Type: "stream_event"}, Event: ev})
 }
 
+// apiRetry is a system/api_retry line (Claude Code's name): the parent's model call
+// broke off mid-stream and is made again. The message streamed since the last
+// message_start is void: it ends with message_stop but never becomes an assistant
+// line, and the retried call streams as a new message.
+type apiRetry struct {
+	streamjson.Envelope
+	Attempt      int    `json:"attempt"`
+	MaxRetries   int    `json:"max_retries"`
+	RetryDelayMS int64  `json:"retry_delay_ms"`
+	ErrorStatus  *int   `json:"error_status"`
+	Error        string `json:"error"`
+}
+
 // event takes one event of a parent model call (agents.RuntimeConfig.OnModelEvent).
 func (p *partialStream) event(ev llm.Event) {
+	if ev.Kind == llm.EventRetry {
+		p.retry(ev.Retry)
+		return
+	}
 	if !p.open {
 		p.n++
 		p.open, p.index, p.textOpen, p.toolUse = true, 0, false, false
@@ -95,6 +113,23 @@ func (p *partialStream) closeText() {
 		p.textOpen = false
 		p.index++
 	}
+}
+
+// retry closes the void message, if one was started, and says that the call is made again.
+func (p *partialStream) retry(r *llm.Retry) {
+	p.finish()
+	line := &apiRetry{Envelope: streamjson.Envelope{Type: "system", Subtype: "api_retry"}}
+	if r != nil {
+		line.Attempt, line.MaxRetries, line.RetryDelayMS = r.Attempt, r.MaxRetries, r.Delay.Milliseconds()
+		var pe *llm.ProviderError
+		if errors.As(r.Err, &pe) && pe.StatusCode != 0 {
+			line.ErrorStatus = &pe.StatusCode
+		}
+		if r.Err != nil {
+			line.Error = r.Err.Error()
+		}
+	}
+	p.emit(line)
 }
 
 // finish closes a message a cancelled or failed call left open, so that every

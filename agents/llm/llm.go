@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
+	"time"
 )
 
 // Role is who said a message: RoleUser (also carries tool results) or RoleAssistant.
@@ -136,7 +137,23 @@ const (
 	EventToolCall
 	// EventDone is the last event of a call: StopReason, Usage, and the provider's MessageID.
 	EventDone
+	// EventRetry says the call starts over: its stream broke before EventDone and the
+	// request is sent again after a delay (Retry says why, and which attempt comes).
+	// Every event of this call received so far is void; consumers discard what they
+	// accumulated from them. Only a retrying wrapper (agents/llm/retry) yields it.
+	EventRetry
 )
+
+// Retry describes the retry an EventRetry announces.
+type Retry struct {
+	// Attempt is the retry's number: 1 for the first retry, up to MaxRetries.
+	Attempt    int
+	MaxRetries int
+	// Delay is the wait before the request is sent again.
+	Delay time.Duration
+	// Err is the failure of the attempt that is discarded.
+	Err error
+}
 
 // Event is one streamed piece of a model call.
 type Event struct {
@@ -147,6 +164,8 @@ type Event struct {
 	Usage      Usage
 	MessageID  string
 	Model      string
+	// Retry is set on EventRetry.
+	Retry *Retry
 }
 
 // Model is a chat model that streams.
@@ -154,7 +173,7 @@ type Model interface {
 	// Name is the model name reported in events.
 	Name() string
 	// Generate runs one model call. The sequence ends after an EventDone, or with a
-	// non-nil error. It stops early (and releases the provider stream) when the
+	// non-nil error. An EventRetry voids the events before it (see EventRetry). It stops early (and releases the provider stream) when the
 	// consumer stops ranging or ctx is cancelled. Safe for concurrent use: each call
 	// is independent.
 	Generate(ctx context.Context, req *Request) iter.Seq2[Event, error]

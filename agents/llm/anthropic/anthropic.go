@@ -75,6 +75,11 @@ type Config struct {
 	MaxTokens int64
 	// HTTPClient is optional; nil means http.DefaultClient.
 	HTTPClient *http.Client
+	// KeyName says where APIKey came from (an environment variable, a settings file),
+	// for the message of a 401 answer. Never the key itself.
+	KeyName string
+	// TimeoutName says where RequestTimeout is set, for the message of a timeout.
+	TimeoutName string
 }
 
 // Model is an llm.Model backed by the Messages API. It is safe for concurrent use:
@@ -83,6 +88,9 @@ type Model struct {
 	messages  sdk.MessageService
 	model     string
 	maxTokens int64
+	key       string // only to keep it out of error messages
+	keyName   string
+	transport llm.Transport
 }
 
 var _ llm.Model = (*Model)(nil)
@@ -129,7 +137,14 @@ func New(cfg Config) (*Model, error) {
 	if cfg.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
 	}
-	return &Model{messages: sdk.NewMessageService(opts...), model: cfg.Model, maxTokens: maxTokens}, nil
+	return &Model{
+		messages:  sdk.NewMessageService(opts...),
+		model:     cfg.Model,
+		maxTokens: maxTokens,
+		key:       cfg.APIKey,
+		keyName:   cfg.KeyName,
+		transport: llm.Transport{Provider: providerName, Timeout: timeout, TimeoutSetting: cfg.TimeoutName},
+	}, nil
 }
 
 // normalizeBaseURL checks raw and returns it without a trailing /v1, ending in a slash.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 
@@ -41,7 +42,7 @@ func statusOfType(t sdk.ErrorType) int {
 
 // streamError turns the error that ended the SDK stream into the error Generate
 // yields. stopped tells whether message_stop had arrived before it.
-func streamError(ctx context.Context, err error, stopped bool) error {
+func (m *Model) streamError(ctx context.Context, err error, stopped bool) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		// Keep both: callers match context.Canceled, and a cancel cause
 		// (task_stop, --timeout) says why.
@@ -52,15 +53,7 @@ func streamError(ctx context.Context, err error, stopped bool) error {
 	}
 	var apiErr *sdk.Error
 	if errors.As(err, &apiErr) {
-		status := apiErr.StatusCode
-		if status < 400 { // an error event in a 200 stream
-			status = statusOfType(apiErr.Type())
-		}
-		msg := apiErr.Message
-		if msg == "" {
-			msg = http.StatusText(status)
-		}
-		return &llm.ProviderError{Provider: providerName, StatusCode: status, Message: msg, Err: err}
+		return m.answerError(apiErr)
 	}
 	if err == nil {
 		if stopped {
@@ -68,6 +61,33 @@ func streamError(ctx context.Context, err error, stopped bool) error {
 		}
 		return fmt.Errorf("anthropic: no message_stop before the stream ended: %w", llm.ErrStreamCut)
 	}
-	// A read or decode failure after the response started.
-	return fmt.Errorf("anthropic: %w: %w", llm.ErrStreamCut, err)
+	// No answer, a timeout, or a read failure after the answer began.
+	return m.transport.Error(err)
+}
+
+// answerError maps an error answer, or an error event inside a 200 stream. A 404
+// names the URL; a 401 names where the key came from.
+func (m *Model) answerError(apiErr *sdk.Error) *llm.ProviderError {
+	status := apiErr.StatusCode
+	inStream := status < 400
+	if inStream {
+		status = statusOfType(apiErr.Type())
+	}
+	msg := apiErr.Message
+	if msg == "" {
+		msg = http.StatusText(status)
+	}
+	if m.key != "" {
+		msg = strings.ReplaceAll(msg, m.key, "<redacted>")
+	}
+	pe := &llm.ProviderError{Provider: providerName, StatusCode: status, Message: msg, InStream: inStream, Err: apiErr}
+	switch status {
+	case http.StatusNotFound:
+		if apiErr.Request != nil {
+			pe.URL = llm.RedactURL(apiErr.Request.URL.String())
+		}
+	case http.StatusUnauthorized:
+		pe.Hint = llm.KeyRejected(m.keyName)
+	}
+	return pe
 }

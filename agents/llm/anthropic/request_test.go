@@ -13,6 +13,7 @@ import (
 	"github.com/tidwall/sjson"
 
 	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/llm/llmtest"
 )
 
 func richRequest() *llm.Request {
@@ -48,27 +49,22 @@ func richRequest() *llm.Request {
 	}
 }
 
-// bodies sends each request through a fresh fake and returns the bodies it received.
+// bodies sends each request to a fresh mock (which rejects what the API rejects) and
+// returns the bodies it received.
 func bodies(t *testing.T, adjust func(*Config), reqs ...*llm.Request) []string {
 	t.Helper()
-	steps := make([]step, len(reqs))
-	for i := range steps {
-		steps[i] = endTurn()
-	}
-	f, m := newFakeWith(t, adjust, steps...)
+	srv, m := serve(t, adjust)
 	for _, req := range reqs {
-		if _, err := collect(t.Context(), m, req); err != nil {
+		if _, err := llmtest.Collect(t.Context(), m, req); err != nil {
 			t.Fatalf("Generate: %v", err)
 		}
 	}
 	var out []string
-	for _, r := range f.requests() {
-		out = append(out, string(r.body))
+	for _, b := range srv.Requests() {
+		out = append(out, string(b))
 	}
 	return out
 }
-
-func noRetries(c *Config) { c.MaxRetries = 0 }
 
 func TestRequestBody(t *testing.T) {
 	t.Parallel()

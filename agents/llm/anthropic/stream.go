@@ -38,7 +38,7 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) iter.Seq2[llm.Ev
 				return
 			}
 		}
-		if err := streamError(ctx, stream.Err(), t.stopped); err != nil {
+		if err := m.streamError(ctx, stream.Err(), t.stopped); err != nil {
 			yield(llm.Event{}, err)
 			return
 		}

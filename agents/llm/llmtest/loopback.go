@@ -1,11 +1,21 @@
-// Package llmtest holds what the mock model servers share: a loopback HTTP server that
-// records every request body, injects failures, and cancels in-flight model calls when
-// closed; and the rule by which a mock tells the parent agent from a subagent.
+// Package llmtest is what the mock model servers and the provider tests share.
+//
+// The loopback core (Loopback, SSE, Faults): an HTTP server on loopback that records
+// every request, injects failures (error answers, streams cut by a clean close, a TCP
+// reset or an early end), and cancels in-flight model calls when closed; the rule by
+// which a mock tells the parent agent from a subagent (AgentOf). Each provider's mock
+// server sits beside its provider (agents/llm/openai/openaitest,
+// agents/llm/anthropic/anthropictest) and speaks its wire format over this core.
+//
+// The conformance suite (RunSuite): the behaviour every provider owes the runtime,
+// checked over the provider's own mock server, so that a new provider needs one small
+// test file.
 package llmtest
 
 import (
 	"context"
 	"io"
+	"iter"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -15,24 +25,57 @@ import (
 	"github.com/stoke-cli/stoke/agents/llm"
 )
 
+// Faults are the failures a mock server injects. The zero value injects none.
+type Faults struct {
+	// FailFirst answers the first FailFirst requests with HTTP FailStatus and the
+	// API's error body.
+	FailFirst, FailStatus int
+	// CutAfter cuts a streamed answer after that many events, the way Cut says;
+	// 0 never cuts. Non-streamed answers are not cut.
+	CutAfter int
+	// CutTimes cuts only the first CutTimes streams; 0 cuts every one.
+	CutTimes int
+	Cut      CutMode
+	// Agent limits the faults to the requests of that agent (see AgentOf); "" means any.
+	Agent string
+}
+
+// CutMode is how a stream is cut.
+type CutMode int
+
+const (
+	// CutClose closes the connection mid-body: the client reads an unexpected EOF.
+	CutClose CutMode = iota
+	// CutReset resets the connection (TCP RST): the client reads "connection reset by peer".
+	CutReset
+	// CutEnd ends the answer cleanly, without its terminal event.
+	CutEnd
+)
+
 // Loopback is a running httptest server. Its handlers' requests derive from a context
 // that Close cancels, so Close does not wait for slow model calls. Safe for concurrent use.
 type Loopback struct {
-	srv       *httptest.Server
-	cancel    context.CancelFunc
-	close     sync.Once
-	failFirst int
+	srv    *httptest.Server
+	cancel context.CancelFunc
+	close  sync.Once
+	faults Faults
 
 	mu       sync.Mutex
-	requests [][]byte
-	failed   int
+	requests []recorded
+	failed   int // requests answered with FailStatus
+	cut      int // streams cut
 }
 
-// NewLoopback prepares h on a loopback port; Start starts it (store the Loopback where
-// h finds it first). The first failFirst calls of FailNow say yes.
-func NewLoopback(h http.Handler, failFirst int) *Loopback {
+type recorded struct {
+	header http.Header
+	body   []byte
+}
+
+// NewLoopback prepares h on a loopback port with the given faults; Start starts it
+// (store the Loopback where h finds it first).
+func NewLoopback(h http.Handler, f Faults) *Loopback {
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &Loopback{cancel: cancel, failFirst: failFirst}
+	l := &Loopback{cancel: cancel, faults: f}
 	l.srv = httptest.NewUnstartedServer(h)
 	l.srv.Config.BaseContext = func(net.Listener) context.Context { return ctx }
 	return l
@@ -56,14 +99,14 @@ func (l *Loopback) Close() {
 	})
 }
 
-// Record reads r's body and keeps a copy in the request log.
+// Record reads r's body and keeps a copy of it and of r's headers in the request log.
 func (l *Loopback) Record(r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		return nil, err
 	}
 	l.mu.Lock()
-	l.requests = append(l.requests, body)
+	l.requests = append(l.requests, recorded{header: r.Header.Clone(), body: body})
 	l.mu.Unlock()
 	return body, nil
 }
@@ -74,21 +117,58 @@ func (l *Loopback) Requests() [][]byte {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	out := make([][]byte, len(l.requests))
-	for i, b := range l.requests {
-		out[i] = append([]byte(nil), b...)
+	for i, r := range l.requests {
+		out[i] = append([]byte(nil), r.body...)
 	}
 	return out
 }
 
-// FailNow reports whether this request is one of the first failFirst (and counts it).
-func (l *Loopback) FailNow() bool {
+// Headers returns a copy of the headers of every request received so far, in the
+// order of Requests.
+func (l *Loopback) Headers() []http.Header {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.failed >= l.failFirst {
+	out := make([]http.Header, len(l.requests))
+	for i, r := range l.requests {
+		out[i] = r.header.Clone()
+	}
+	return out
+}
+
+// FailNow reports whether this request of agent is to be answered with the FailStatus
+// of the faults (and counts it).
+func (l *Loopback) FailNow(agent string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.meets(agent) || l.failed >= l.faults.FailFirst {
 		return false
 	}
 	l.failed++
 	return true
+}
+
+// FailStatus is the status of the injected failures.
+func (l *Loopback) FailStatus() int { return l.faults.FailStatus }
+
+// meets reports whether the faults apply to a request of agent. l.mu is held.
+func (l *Loopback) meets(agent string) bool {
+	return l.faults.Agent == "" || l.faults.Agent == agent
+}
+
+// Stream starts a 200 text/event-stream answer for a request of agent and returns its
+// writer, which cuts the stream if the faults say so.
+func (l *Loopback) Stream(w http.ResponseWriter, agent string) *SSE {
+	s := &SSE{w: w, rc: http.NewResponseController(w)}
+	l.mu.Lock()
+	if f := l.faults; f.CutAfter > 0 && l.meets(agent) && (f.CutTimes <= 0 || l.cut < f.CutTimes) {
+		l.cut++
+		s.cutAfter, s.mode = f.CutAfter, f.Cut
+	}
+	l.mu.Unlock()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	return s
 }
 
 // agentTypeLine is the last line of every subagent's system prompt
@@ -108,6 +188,29 @@ func AgentOf(req *llm.Request) string {
 		return m[1]
 	}
 	return "general-purpose"
+}
+
+// Fixed is a model that answers every call with the same events.
+type Fixed []llm.Event
+
+// EndTurn is a Fixed answer: text, then the end of the turn.
+func EndTurn(text string) Fixed {
+	return Fixed{{Kind: llm.EventTextDelta, Text: text},
+		{Kind: llm.EventDone, StopReason: llm.StopEndTurn, Usage: llm.Usage{InputTokens: 1, OutputTokens: 1}}}
+}
+
+// Name implements llm.Model.
+func (Fixed) Name() string { return "fixed" }
+
+// Generate implements llm.Model.
+func (f Fixed) Generate(context.Context, *llm.Request) iter.Seq2[llm.Event, error] {
+	return func(yield func(llm.Event, error) bool) {
+		for _, ev := range f {
+			if !yield(ev, nil) {
+				return
+			}
+		}
+	}
 }
 
 // Collect runs one model call and returns its events, up to the first error.

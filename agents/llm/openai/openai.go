@@ -45,13 +45,22 @@ type Config struct {
 	RequestTimeout time.Duration
 	// HTTPClient is optional; nil means http.DefaultClient.
 	HTTPClient *http.Client
+	// KeyName says where APIKey came from (an environment variable, a settings file),
+	// for the message of a 401 answer. Never the key itself.
+	KeyName string
+	// TimeoutName says where RequestTimeout is set, for the message of a timeout.
+	TimeoutName string
 }
 
 // Model is an llm.Model backed by a chat-completions endpoint. It is safe for
 // concurrent use: it holds only immutable configuration.
 type Model struct {
-	chat  sdk.ChatCompletionService
-	model string
+	chat      sdk.ChatCompletionService
+	model     string
+	baseURL   string
+	key       string // only to keep it out of error messages
+	keyName   string
+	transport llm.Transport
 }
 
 var _ llm.Model = (*Model)(nil)
@@ -87,7 +96,14 @@ func New(cfg Config) (*Model, error) {
 	if cfg.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
 	}
-	return &Model{chat: sdk.NewChatCompletionService(opts...), model: cfg.Model}, nil
+	return &Model{
+		chat:      sdk.NewChatCompletionService(opts...),
+		model:     cfg.Model,
+		baseURL:   baseURL,
+		key:       cfg.APIKey,
+		keyName:   cfg.KeyName,
+		transport: llm.Transport{Provider: providerName, Timeout: timeout, TimeoutSetting: cfg.TimeoutName},
+	}, nil
 }
 
 // Name is the configured default model name.

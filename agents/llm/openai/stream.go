@@ -40,7 +40,7 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) iter.Seq2[llm.Ev
 				}
 			}
 		}
-		if err := streamError(ctx, stream.Err(), t.finish != ""); err != nil {
+		if err := m.streamError(ctx, stream.Err(), t.finish != ""); err != nil {
 			yield(llm.Event{}, err)
 			return
 		}

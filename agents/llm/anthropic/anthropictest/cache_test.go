@@ -12,6 +12,7 @@ import (
 	"github.com/tidwall/sjson"
 
 	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/llm/llmtest"
 )
 
 // prompt describes a request body compactly. Every string is one block (a tool name,
@@ -242,7 +243,7 @@ func TestPromptCache(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s := New(&fakeModel{events: []llm.Event{done(llm.StopEndTurn, llm.Usage{InputTokens: 12345, OutputTokens: 1})}}, tt.opts...)
+			s := New(&llmtest.Backend{Events: []llm.Event{done(llm.StopEndTurn, llm.Usage{InputTokens: 12345, OutputTokens: 1})}}, tt.opts...)
 			defer s.Close()
 			for i, c := range tt.calls {
 				got := usageOf(t, post(t, s, c.p.body()))
@@ -256,7 +257,7 @@ func TestPromptCache(t *testing.T) {
 
 func TestPromptCacheStreamedUsage(t *testing.T) {
 	t.Parallel()
-	s := New(&fakeModel{events: []llm.Event{text("ok"), done(llm.StopEndTurn, llm.Usage{OutputTokens: 3})}})
+	s := New(&llmtest.Backend{Events: []llm.Event{llmtest.Text("ok"), done(llm.StopEndTurn, llm.Usage{OutputTokens: 3})}})
 	defer s.Close()
 	p := prompt{system: []string{strings.Repeat("s", 400) + "*"}, msgs: [][]string{{"q*"}}}
 	body, err := sjson.SetBytes(p.body(), "stream", true)

@@ -21,18 +21,19 @@
 // Requests the real API rejects get its 400 answer: no model or max_tokens, empty
 // text, tool_use blocks not answered in the next turn, tool_result blocks answering
 // nothing, more than four cache_control blocks, a missing anthropic-version header.
-// Fault options (WithFailFirst, WithCutAfter) exercise retries and cut streams. A
-// model error before the first event is an HTTP error (the status of an
+// Fault options (WithFailFirst, WithCutAfter, WithFaults) exercise retries and cut
+// streams. A model error before the first event is an HTTP error (the status of an
 // *llm.ProviderError, else 500); after it, an error event ends the stream.
+//
+// It is built on the loopback core of agents/llm/llmtest, which it shares with the
+// OpenAI mock.
 //
 // A Server is safe for concurrent requests; Requests may be called at any time.
 package anthropictest
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"iter"
 	"net/http"
 	"strings"
@@ -47,10 +48,9 @@ type Option func(*config)
 
 type config struct {
 	apiKey     string
-	failFirst  int
-	failStatus int
-	cutAfter   int
+	faults     llmtest.Faults
 	minCache   int64
+	modelUsage bool
 }
 
 // WithAPIKey makes the server require the header "x-api-key: key"; other requests get
@@ -61,13 +61,22 @@ func WithAPIKey(key string) Option { return func(c *config) { c.apiKey = key } }
 // Anthropic-style error body (and a retry-after-ms: 10 header, so that clients that
 // honour it retry at once). They are recorded like any other request.
 func WithFailFirst(n, status int) Option {
-	return func(c *config) { c.failFirst, c.failStatus = n, status }
+	return func(c *config) { c.faults.FailFirst, c.faults.FailStatus = n, status }
 }
 
 // WithCutAfter makes every streamed response stop after n SSE events: the connection
 // is hijacked and closed, with no message_stop. n <= 0 means never. Non-streamed
 // responses are not affected.
-func WithCutAfter(n int) Option { return func(c *config) { c.cutAfter = n } }
+func WithCutAfter(n int) Option { return func(c *config) { c.faults.CutAfter = n } }
+
+// WithFaults sets every injected fault at once (replacing WithFailFirst and
+// WithCutAfter): which requests fail, which streams are cut after how many events,
+// and how (see llmtest.Faults).
+func WithFaults(f llmtest.Faults) Option { return func(c *config) { c.faults = f } }
+
+// WithModelUsage reports the model's own usage (input, cache reads and writes,
+// output) instead of the simulated prompt cache's.
+func WithModelUsage() Option { return func(c *config) { c.modelUsage = true } }
 
 // WithMinCacheTokens makes the simulated cache skip writing prefixes shorter than n
 // tokens, as the API does (its minimum is 1024 or more, by model). The default is 0.
@@ -97,7 +106,7 @@ func New(model llm.Model, opts ...Option) *Server {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("unknown url %s", r.URL.Path))
 	})
 	// Close cancels in-flight model calls instead of waiting for them.
-	s.lb = llmtest.NewLoopback(mux, s.cfg.failFirst)
+	s.lb = llmtest.NewLoopback(mux, s.cfg.faults)
 	s.lb.Start()
 	return s
 }
@@ -115,6 +124,9 @@ func (s *Server) Close() { s.lb.Close() }
 // Requests returns a copy of every request body received so far, in arrival order,
 // including the ones answered with an error.
 func (s *Server) Requests() [][]byte { return s.lb.Requests() }
+
+// Headers returns the headers of every request received so far, in the order of Requests.
+func (s *Server) Headers() []http.Header { return s.lb.Headers() }
 
 func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request) {
 	body, err := s.lb.Record(r)
@@ -135,42 +147,45 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "anthropic-version: header is required")
 		return
 	}
-	if s.lb.FailNow() {
-		w.Header().Set("retry-after-ms", "10")
-		writeError(w, s.cfg.failStatus, fmt.Sprintf("injected failure (HTTP %d)", s.cfg.failStatus))
-		return
-	}
 	p, err := parse(body)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	in := s.cache.account(p.body.Model, p.elems)
+	if s.lb.FailNow(p.req.Agent) {
+		w.Header().Set("retry-after-ms", "10")
+		status := s.lb.FailStatus()
+		writeError(w, status, fmt.Sprintf("injected failure (HTTP %d)", status))
+		return
+	}
+	var in *llm.Usage // nil: the model's own usage
+	if !s.cfg.modelUsage {
+		in = new(s.cache.account(p.body.Model, p.elems))
+	}
 	id := fmt.Sprintf("msg_mock_%d", s.seq.Add(1))
 	events := s.model.Generate(r.Context(), p.req)
 	if p.body.Stream {
-		s.stream(w, id, p.body.Model, in, events)
+		s.stream(w, p.req.Agent, id, p.body.Model, in, events)
 	} else {
 		s.complete(w, id, p.body.Model, in, events)
 	}
 }
 
-func (s *Server) stream(w http.ResponseWriter, id, model string, in llm.Usage, events iter.Seq2[llm.Event, error]) {
+// stream writes the answer as events. in is the prompt's usage, or nil for the model's
+// own, which then comes in message_delta (cumulative counts, as the API may send them).
+func (s *Server) stream(w http.ResponseWriter, agent, id, model string, in *llm.Usage, events iter.Seq2[llm.Event, error]) {
 	next, stop := iter.Pull2(events)
 	defer stop()
 	ev, err, ok := next()
 	switch {
 	case err != nil:
-		writeError(w, errorStatus(err), "model: "+err.Error())
+		writeError(w, llmtest.ErrorStatus(err), "model: "+err.Error())
 		return
 	case !ok:
 		writeError(w, http.StatusInternalServerError, "model: no events")
 		return
 	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	out := &sseWriter{w: w, rc: http.NewResponseController(w), cutAfter: s.cfg.cutAfter}
+	out := &sseWriter{s.lb.Stream(w, agent)}
 
 	start := newMessage(id, model, in)
 	start.Usage.OutputTokens = 1
@@ -194,7 +209,7 @@ func (s *Server) stream(w http.ResponseWriter, id, model string, in llm.Usage, e
 	}
 	for ; ok; ev, err, ok = next() {
 		if err != nil {
-			out.errorEvent(errorStatus(err), "model: "+err.Error())
+			out.errorEvent(llmtest.ErrorStatus(err), "model: "+err.Error())
 			return
 		}
 		var werr error
@@ -236,14 +251,19 @@ func (s *Server) stream(w http.ResponseWriter, id, model string, in llm.Usage, e
 		return
 	}
 	md := messageDelta{Type: "message_delta", Delta: stopDelta{StopReason: stopReason(done.StopReason, calls)},
-		Usage: outputUsage{OutputTokens: max(done.Usage.OutputTokens, 1)}}
+		Usage: deltaUsage{OutputTokens: max(done.Usage.OutputTokens, 1)}}
+	if in == nil {
+		u := done.Usage
+		md.Usage.InputTokens, md.Usage.CacheCreationInputTokens, md.Usage.CacheReadInputTokens =
+			&u.InputTokens, &u.CacheCreationInputTokens, &u.CacheReadInputTokens
+	}
 	if out.event("message_delta", md) != nil {
 		return
 	}
 	_ = out.event("message_stop", typeOnly{Type: "message_stop"})
 }
 
-func (s *Server) complete(w http.ResponseWriter, id, model string, in llm.Usage, events iter.Seq2[llm.Event, error]) {
+func (s *Server) complete(w http.ResponseWriter, id, model string, in *llm.Usage, events iter.Seq2[llm.Event, error]) {
 	msg := newMessage(id, model, in)
 	var (
 		text  strings.Builder
@@ -252,7 +272,7 @@ func (s *Server) complete(w http.ResponseWriter, id, model string, in llm.Usage,
 	)
 	for ev, err := range events {
 		if err != nil {
-			writeError(w, errorStatus(err), "model: "+err.Error())
+			writeError(w, llmtest.ErrorStatus(err), "model: "+err.Error())
 			return
 		}
 		switch ev.Kind {
@@ -277,19 +297,24 @@ func (s *Server) complete(w http.ResponseWriter, id, model string, in llm.Usage,
 	}
 	msg.Content = append(msg.Content, calls...)
 	msg.StopReason = new(stopReason(done.StopReason, len(calls)))
+	if in == nil {
+		msg.Usage = newMessage(id, model, &done.Usage).Usage
+	}
 	msg.Usage.OutputTokens = max(done.Usage.OutputTokens, 1)
-	writeJSON(w, http.StatusOK, msg)
+	llmtest.WriteJSON(w, http.StatusOK, msg)
 }
 
-func newMessage(id, model string, in llm.Usage) message {
-	return message{
-		ID: id, Type: "message", Role: "assistant", Model: model, Content: []responseBlock{},
-		Usage: usage{
+// newMessage starts the answer; in (nil: not known yet) is its input usage.
+func newMessage(id, model string, in *llm.Usage) message {
+	m := message{ID: id, Type: "message", Role: "assistant", Model: model, Content: []responseBlock{}}
+	if in != nil {
+		m.Usage = usage{
 			InputTokens:              in.InputTokens,
 			CacheCreationInputTokens: in.CacheCreationInputTokens,
 			CacheReadInputTokens:     in.CacheReadInputTokens,
-		},
+		}
 	}
+	return m
 }
 
 // toolID is the call's id, or a fresh one when the model left it empty.
@@ -319,16 +344,6 @@ func input(b llm.Block) string {
 	return string(b.Input)
 }
 
-// errorStatus is the HTTP status for a model error: the status of an *llm.ProviderError
-// that carries one (a scenario's error_status), else 500.
-func errorStatus(err error) int {
-	var pe *llm.ProviderError
-	if errors.As(err, &pe) && pe.StatusCode >= 400 && pe.StatusCode <= 599 {
-		return pe.StatusCode
-	}
-	return http.StatusInternalServerError
-}
-
 // errorType is the API's error type for an HTTP status.
 func errorType(status int) string {
 	switch status {
@@ -353,21 +368,14 @@ func errorType(status int) string {
 	return "invalid_request_error"
 }
 
-// errCut reports that the stream was cut on purpose.
-var errCut = errors.New("stream cut")
-
-// sseWriter writes SSE events, flushing each, and cuts the connection after cutAfter.
-type sseWriter struct {
-	w        http.ResponseWriter
-	rc       *http.ResponseController
-	cutAfter int
-	written  int
-}
+// sseWriter writes events over the loopback core's SSE writer, which flushes each and
+// cuts the stream as the faults say.
+type sseWriter struct{ *llmtest.SSE }
 
 // toolUse writes one tool_use block: its start with an empty input, the input as two
 // input_json_delta pieces, and its stop.
 func (o *sseWriter) toolUse(index int, id string, b llm.Block) error {
-	first, second := splitHalf(input(b))
+	first, second := llmtest.SplitHalf(input(b))
 	events := []struct {
 		name string
 		v    any
@@ -393,52 +401,16 @@ func (o *sseWriter) event(name string, v any) error {
 	if err != nil {
 		return err
 	}
-	if err := o.write("event: " + name + "\ndata: " + string(b) + "\n\n"); err != nil {
-		return err
-	}
-	o.written++
-	if o.cutAfter > 0 && o.written >= o.cutAfter {
-		conn, _, err := o.rc.Hijack() // flushes what was written
-		if err != nil {
-			return err
-		}
-		conn.Close()
-		return errCut
-	}
-	return nil
+	return o.Event("event: " + name + "\ndata: " + string(b) + "\n\n")
 }
 
 // errorEvent ends a stream the way the API reports a failure after the 200 status.
 func (o *sseWriter) errorEvent(status int, msg string) {
 	b, _ := json.Marshal(apiError{Type: "error", Error: apiErrorBody{Type: errorType(status), Message: msg}})
-	_ = o.write("event: error\ndata: " + string(b) + "\n\n")
-}
-
-func (o *sseWriter) write(s string) error {
-	if _, err := io.WriteString(o.w, s); err != nil {
-		return err
-	}
-	return o.rc.Flush()
+	_ = o.Write("event: error\ndata: " + string(b) + "\n\n")
 }
 
 // writeError writes an Anthropic-style error body.
 func writeError(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, apiError{Type: "error", Error: apiErrorBody{Type: errorType(status), Message: msg}})
+	llmtest.WriteJSON(w, status, apiError{Type: "error", Error: apiErrorBody{Type: errorType(status), Message: msg}})
 }
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v) // a failed write means the client went away
-}
-
-// splitHalf splits s near its middle, on a rune boundary.
-func splitHalf(s string) (string, string) {
-	i := len(s) / 2
-	for i > 0 && i < len(s) && !isRuneStart(s[i]) {
-		i--
-	}
-	return s[:i], s[i:]
-}
-
-func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }

@@ -2,64 +2,22 @@ package anthropictest
 
 import (
 	"bufio"
-	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
-	"iter"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/tidwall/gjson"
 
 	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/llm/llmtest"
 )
-
-// fakeModel yields its events, then err if set, and records every request.
-type fakeModel struct {
-	events []llm.Event
-	err    error
-
-	mu   sync.Mutex
-	reqs []*llm.Request
-}
-
-func (m *fakeModel) Name() string { return "fake" }
-
-func (m *fakeModel) Generate(_ context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
-	m.mu.Lock()
-	m.reqs = append(m.reqs, req)
-	m.mu.Unlock()
-	return func(yield func(llm.Event, error) bool) {
-		for _, ev := range m.events {
-			if !yield(ev, nil) {
-				return
-			}
-		}
-		if m.err != nil {
-			yield(llm.Event{}, m.err)
-		}
-	}
-}
-
-func (m *fakeModel) requests() []*llm.Request {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.reqs
-}
-
-func text(s string) llm.Event { return llm.Event{Kind: llm.EventTextDelta, Text: s} }
 
 func done(stop string, u llm.Usage) llm.Event {
 	return llm.Event{Kind: llm.EventDone, StopReason: stop, Usage: u}
-}
-
-func call(id, name, input string) llm.Event {
-	return llm.Event{Kind: llm.EventToolCall, ToolCall: llm.Block{Type: llm.BlockToolUse, ID: id, Name: name, Input: json.RawMessage(input)}}
 }
 
 type obj = map[string]any
@@ -76,33 +34,7 @@ func simpleBody(stream bool) obj {
 // and the given extra header pairs.
 func post(t *testing.T, s *Server, body any, header ...string) *http.Response {
 	t.Helper()
-	var raw []byte
-	switch b := body.(type) {
-	case string:
-		raw = []byte(b)
-	case []byte:
-		raw = b
-	default:
-		var err error
-		if raw, err = json.Marshal(body); err != nil {
-			t.Fatal(err)
-		}
-	}
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, s.URL()+"/v1/messages", bytes.NewReader(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("anthropic-version", "2023-06-01")
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := s.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { resp.Body.Close() })
-	return resp
+	return llmtest.Post(t, s.Client(), s.URL()+"/v1/messages", body, append([]string{"anthropic-version", "2023-06-01"}, header...)...)
 }
 
 // sseEvent is one parsed server-sent event.
@@ -171,10 +103,10 @@ func readError(t *testing.T, resp *http.Response, status int) apiError {
 
 func TestStream(t *testing.T) {
 	t.Parallel()
-	m := &fakeModel{events: []llm.Event{
-		text("Hel"), text("lo"),
-		call("toolu_1", "read_file", `{"file_path":"a.go"}`),
-		call("", "glob", `{"pattern":"*.gö"}`),
+	m := &llmtest.Backend{Events: []llm.Event{
+		llmtest.Text("Hel"), llmtest.Text("lo"),
+		llmtest.ToolCall("toolu_1", "read_file", `{"file_path":"a.go"}`),
+		llmtest.ToolCall("", "glob", `{"pattern":"*.gö"}`),
 		done(llm.StopEndTurn, llm.Usage{OutputTokens: 7, InputTokens: 999}),
 	}}
 	s := New(m)
@@ -228,8 +160,8 @@ func TestStream(t *testing.T) {
 
 func TestNonStream(t *testing.T) {
 	t.Parallel()
-	m := &fakeModel{events: []llm.Event{
-		text("Let me "), text("look."), call("toolu_1", "glob", `{}`), done(llm.StopToolUse, llm.Usage{OutputTokens: 4}),
+	m := &llmtest.Backend{Events: []llm.Event{
+		llmtest.Text("Let me "), llmtest.Text("look."), llmtest.ToolCall("toolu_1", "glob", `{}`), done(llm.StopToolUse, llm.Usage{OutputTokens: 4}),
 	}}
 	s := New(m)
 	defer s.Close()
@@ -257,7 +189,7 @@ func TestNonStream(t *testing.T) {
 
 func TestRequestConversion(t *testing.T) {
 	t.Parallel()
-	m := &fakeModel{events: []llm.Event{done(llm.StopEndTurn, llm.Usage{})}}
+	m := &llmtest.Backend{Events: []llm.Event{done(llm.StopEndTurn, llm.Usage{})}}
 	s := New(m)
 	defer s.Close()
 	body := `{"model":"claude-x","max_tokens":10,"system":"You are a subagent.\nAgent type: explorer.",
@@ -280,7 +212,7 @@ func TestRequestConversion(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		t.Fatalf("status %d: %s", resp.StatusCode, b)
 	}
-	reqs := m.requests()
+	reqs := m.Requests()
 	if len(reqs) != 1 {
 		t.Fatalf("model saw %d requests, want 1 (the rejected one must not reach it)", len(reqs))
 	}
@@ -340,14 +272,14 @@ func TestRejectsWhatTheAPIRejects(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			m := &fakeModel{events: []llm.Event{done(llm.StopEndTurn, llm.Usage{})}}
+			m := &llmtest.Backend{Events: []llm.Event{done(llm.StopEndTurn, llm.Usage{})}}
 			s := New(m)
 			defer s.Close()
 			e := readError(t, post(t, s, tt.body), http.StatusBadRequest)
 			if e.Error.Type != "invalid_request_error" || !strings.Contains(e.Error.Message, tt.contains) {
 				t.Errorf("error = %+v, want an invalid_request_error mentioning %q", e.Error, tt.contains)
 			}
-			if n := len(m.requests()); n != 0 {
+			if n := len(m.Requests()); n != 0 {
 				t.Errorf("model saw %d requests, want none", n)
 			}
 		})
@@ -356,7 +288,7 @@ func TestRejectsWhatTheAPIRejects(t *testing.T) {
 
 func TestHeaders(t *testing.T) {
 	t.Parallel()
-	m := &fakeModel{events: []llm.Event{done(llm.StopEndTurn, llm.Usage{})}}
+	m := &llmtest.Backend{Events: []llm.Event{done(llm.StopEndTurn, llm.Usage{})}}
 	s := New(m, WithAPIKey("sk-right"))
 	t.Cleanup(s.Close) // after the parallel subtests
 	tests := []struct {
@@ -390,7 +322,7 @@ func TestHeaders(t *testing.T) {
 
 func TestFailFirst(t *testing.T) {
 	t.Parallel()
-	m := &fakeModel{events: []llm.Event{text("ok"), done(llm.StopEndTurn, llm.Usage{})}}
+	m := &llmtest.Backend{Events: []llm.Event{llmtest.Text("ok"), done(llm.StopEndTurn, llm.Usage{})}}
 	s := New(m, WithFailFirst(2, 529))
 	defer s.Close()
 	for i := range 2 {
@@ -409,24 +341,8 @@ func TestFailFirst(t *testing.T) {
 	if got := len(s.Requests()); got != 3 {
 		t.Errorf("recorded %d requests, want 3", got)
 	}
-	if got := len(m.requests()); got != 1 {
+	if got := len(m.Requests()); got != 1 {
 		t.Errorf("model saw %d requests, want 1", got)
-	}
-}
-
-func TestCutAfter(t *testing.T) {
-	t.Parallel()
-	m := &fakeModel{events: []llm.Event{text("a"), text("b"), text("c"), done(llm.StopEndTurn, llm.Usage{})}}
-	s := New(m, WithCutAfter(4))
-	defer s.Close()
-	events, _ := readSSE(t, post(t, s, simpleBody(true)))
-	want := []string{"message_start", "ping", "content_block_start", "content_block_delta"}
-	if diff := cmp.Diff(want, names(events)); diff != "" {
-		t.Errorf("events before the cut (-want +got):\n%s", diff)
-	}
-	// Non-streamed answers are not cut.
-	if resp := post(t, s, simpleBody(false)); resp.StatusCode != http.StatusOK {
-		t.Errorf("non-stream status %d", resp.StatusCode)
 	}
 }
 
@@ -434,7 +350,7 @@ func TestModelError(t *testing.T) {
 	t.Parallel()
 	t.Run("before the first event", func(t *testing.T) {
 		t.Parallel()
-		m := &fakeModel{err: &llm.ProviderError{Provider: "scripted", StatusCode: 429, Message: "slow down"}}
+		m := &llmtest.Backend{Err: &llm.ProviderError{Provider: "scripted", StatusCode: 429, Message: "slow down"}}
 		s := New(m)
 		defer s.Close()
 		e := readError(t, post(t, s, simpleBody(true)), http.StatusTooManyRequests)
@@ -444,7 +360,7 @@ func TestModelError(t *testing.T) {
 	})
 	t.Run("mid-stream", func(t *testing.T) {
 		t.Parallel()
-		m := &fakeModel{events: []llm.Event{text("half")}, err: errors.New("boom")}
+		m := &llmtest.Backend{Events: []llm.Event{llmtest.Text("half")}, Err: errors.New("boom")}
 		s := New(m)
 		defer s.Close()
 		events, err := readSSE(t, post(t, s, simpleBody(true)))
@@ -459,95 +375,16 @@ func TestModelError(t *testing.T) {
 	})
 	t.Run("no final event", func(t *testing.T) {
 		t.Parallel()
-		m := &fakeModel{events: []llm.Event{text("half")}}
+		m := &llmtest.Backend{Events: []llm.Event{llmtest.Text("half")}}
 		s := New(m)
 		defer s.Close()
 		readError(t, post(t, s, simpleBody(false)), http.StatusInternalServerError)
 	})
 }
 
-func TestConcurrentRequests(t *testing.T) {
-	t.Parallel()
-	m := &fakeModel{events: []llm.Event{text("ok"), done(llm.StopEndTurn, llm.Usage{})}}
-	s := New(m)
-	defer s.Close()
-	body := `{"model":"m","max_tokens":5,"stream":true,"system":[{"type":"text","text":"shared","cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":"hi"}]}`
-	const n = 20
-	var wg sync.WaitGroup
-	for range n {
-		wg.Go(func() {
-			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, s.URL()+"/v1/messages", strings.NewReader(body))
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			req.Header.Set("anthropic-version", "2023-06-01")
-			resp, err := s.Client().Do(req)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			defer resp.Body.Close()
-			b, err := io.ReadAll(resp.Body)
-			if err != nil || !bytes.Contains(b, []byte("event: message_stop")) {
-				t.Errorf("response %q, err %v", b, err)
-			}
-		})
-	}
-	wg.Wait()
-	if got := len(s.Requests()); got != n {
-		t.Errorf("recorded %d requests, want %d", got, n)
-	}
-}
-
-// blockingModel blocks until its context ends, after telling started.
-type blockingModel struct {
-	started chan struct{}
-	ended   chan error
-}
-
-func (m *blockingModel) Name() string { return "blocking" }
-
-func (m *blockingModel) Generate(ctx context.Context, _ *llm.Request) iter.Seq2[llm.Event, error] {
-	return func(yield func(llm.Event, error) bool) {
-		close(m.started)
-		<-ctx.Done()
-		m.ended <- ctx.Err()
-		yield(llm.Event{}, ctx.Err())
-	}
-}
-
-func TestCloseCancelsModelCalls(t *testing.T) {
-	t.Parallel()
-	m := &blockingModel{started: make(chan struct{}), ended: make(chan error, 1)}
-	s := New(m)
-
-	client := make(chan error, 1)
-	go func() {
-		req, err := http.NewRequest(http.MethodPost, s.URL()+"/v1/messages",
-			strings.NewReader(`{"model":"m","max_tokens":5,"stream":true,"messages":[{"role":"user","content":"hi"}]}`))
-		if err != nil {
-			client <- err
-			return
-		}
-		req.Header.Set("anthropic-version", "2023-06-01")
-		resp, err := s.Client().Do(req)
-		if err == nil {
-			resp.Body.Close()
-		}
-		client <- err
-	}()
-	<-m.started
-	s.Close() // must not wait for the model forever
-	if err := <-m.ended; !errors.Is(err, context.Canceled) {
-		t.Errorf("model call ended with %v, want context.Canceled", err)
-	}
-	<-client // either a 500 or a closed connection; the point is that it returns
-}
-
 func TestUnknownPath(t *testing.T) {
 	t.Parallel()
-	s := New(&fakeModel{})
+	s := New(&llmtest.Backend{})
 	defer s.Close()
 	resp, err := s.Client().Get(s.URL() + "/v1/models")
 	if err != nil {
@@ -556,18 +393,5 @@ func TestUnknownPath(t *testing.T) {
 	defer resp.Body.Close()
 	if e := readError(t, resp, http.StatusNotFound); e.Error.Type != "not_found_error" {
 		t.Errorf("error type %q, want not_found_error", e.Error.Type)
-	}
-}
-
-func TestSplitHalf(t *testing.T) {
-	t.Parallel()
-	for _, s := range []string{"", "a", "ab", `{"x":"é"}`, "ééé"} {
-		a, b := splitHalf(s)
-		if a+b != s {
-			t.Errorf("splitHalf(%q) = %q, %q", s, a, b)
-		}
-		if len(b) > 0 && !isRuneStart(b[0]) {
-			t.Errorf("splitHalf(%q) splits inside a rune: %q, %q", s, a, b)
-		}
 	}
 }

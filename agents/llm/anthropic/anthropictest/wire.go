@@ -112,9 +112,9 @@ type blockStop struct {
 }
 
 type messageDelta struct {
-	Type  string      `json:"type"`
-	Delta stopDelta   `json:"delta"`
-	Usage outputUsage `json:"usage"`
+	Type  string     `json:"type"`
+	Delta stopDelta  `json:"delta"`
+	Usage deltaUsage `json:"usage"`
 }
 
 type stopDelta struct {
@@ -122,8 +122,13 @@ type stopDelta struct {
 	StopSequence *string `json:"stop_sequence"`
 }
 
-type outputUsage struct {
-	OutputTokens int64 `json:"output_tokens"`
+// deltaUsage is message_delta's usage: output tokens, and cumulative input counts when
+// the server sends them.
+type deltaUsage struct {
+	OutputTokens             int64  `json:"output_tokens"`
+	InputTokens              *int64 `json:"input_tokens,omitempty"`
+	CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens,omitempty"`
+	CacheReadInputTokens     *int64 `json:"cache_read_input_tokens,omitempty"`
 }
 
 type typeOnly struct {

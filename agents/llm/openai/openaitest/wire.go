@@ -1,4 +1,4 @@
-package mockllm
+package openaitest
 
 import (
 	"encoding/json"
@@ -270,14 +270,3 @@ func finishReason(stop string, toolCalls int) string {
 		return "stop"
 	}
 }
-
-// splitHalf splits s near its middle, on a rune boundary.
-func splitHalf(s string) (string, string) {
-	i := len(s) / 2
-	for i > 0 && i < len(s) && !isRuneStart(s[i]) {
-		i--
-	}
-	return s[:i], s[i:]
-}
-
-func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }

@@ -1,67 +1,25 @@
-package mockllm
+package openaitest
 
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"iter"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 
 	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/llm/llmtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// fakeModel yields its events, then err if set, and records every request.
-type fakeModel struct {
-	events []llm.Event
-	err    error
-
-	mu   sync.Mutex
-	reqs []*llm.Request
-}
-
-func (m *fakeModel) Name() string { return "fake" }
-
-func (m *fakeModel) Generate(_ context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
-	m.mu.Lock()
-	m.reqs = append(m.reqs, req)
-	m.mu.Unlock()
-	return func(yield func(llm.Event, error) bool) {
-		for _, ev := range m.events {
-			if !yield(ev, nil) {
-				return
-			}
-		}
-		if m.err != nil {
-			yield(llm.Event{}, m.err)
-		}
-	}
-}
-
-func (m *fakeModel) requests() []*llm.Request {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.reqs
-}
-
-func text(s string) llm.Event { return llm.Event{Kind: llm.EventTextDelta, Text: s} }
-
 func done(stop string, u llm.Usage) llm.Event {
 	return llm.Event{Kind: llm.EventDone, StopReason: stop, Usage: u}
-}
-
-func call(id, name, input string) llm.Event {
-	return llm.Event{Kind: llm.EventToolCall, ToolCall: llm.Block{Type: llm.BlockToolUse, ID: id, Name: name, Input: json.RawMessage(input)}}
 }
 
 // simpleBody is a valid request body; stream and includeUsage as given.
@@ -79,30 +37,7 @@ func simpleBody(stream, includeUsage bool) map[string]any {
 
 func post(t *testing.T, s *Server, body any, header ...string) *http.Response {
 	t.Helper()
-	var raw []byte
-	switch b := body.(type) {
-	case string:
-		raw = []byte(b)
-	default:
-		var err error
-		if raw, err = json.Marshal(body); err != nil {
-			t.Fatal(err)
-		}
-	}
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, s.URL()+"/chat/completions", bytes.NewReader(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := s.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { resp.Body.Close() })
-	return resp
+	return llmtest.Post(t, s.Client(), s.URL()+"/chat/completions", body, header...)
 }
 
 // sse is a parsed event stream.
@@ -174,7 +109,7 @@ func readError(t *testing.T, resp *http.Response, status int) apiError {
 
 func TestStreamText(t *testing.T) {
 	t.Parallel()
-	m := &fakeModel{events: []llm.Event{text("Hel"), text("lo"), done(llm.StopEndTurn, llm.Usage{InputTokens: 10, OutputTokens: 3})}}
+	m := &llmtest.Backend{Events: []llm.Event{llmtest.Text("Hel"), llmtest.Text("lo"), done(llm.StopEndTurn, llm.Usage{InputTokens: 10, OutputTokens: 3})}}
 	s := New(m)
 	defer s.Close()
 
@@ -220,10 +155,10 @@ func TestStreamText(t *testing.T) {
 
 func TestStreamToolCalls(t *testing.T) {
 	t.Parallel()
-	m := &fakeModel{events: []llm.Event{
-		text("Looking."),
-		call("call_1", "read_file", `{"file_path":"é/ü.txt"}`),
-		call("", "glob", `{"pattern":"**/*.go"}`),
+	m := &llmtest.Backend{Events: []llm.Event{
+		llmtest.Text("Looking."),
+		llmtest.ToolCall("call_1", "read_file", `{"file_path":"é/ü.txt"}`),
+		llmtest.ToolCall("", "glob", `{"pattern":"**/*.go"}`),
 		done(llm.StopToolUse, llm.Usage{}),
 	}}
 	s := New(m)
@@ -274,7 +209,7 @@ func TestStreamToolCalls(t *testing.T) {
 
 func TestRequestConversion(t *testing.T) {
 	t.Parallel()
-	m := &fakeModel{events: []llm.Event{done(llm.StopEndTurn, llm.Usage{})}}
+	m := &llmtest.Backend{Events: []llm.Event{done(llm.StopEndTurn, llm.Usage{})}}
 	s := New(m)
 	defer s.Close()
 
@@ -324,7 +259,7 @@ func TestRequestConversion(t *testing.T) {
 			{Name: "glob", Parameters: json.RawMessage(`{"type": "object"}`)},
 		},
 	}
-	reqs := m.requests()
+	reqs := m.Requests()
 	if len(reqs) != 1 {
 		t.Fatalf("model saw %d requests, want 1", len(reqs))
 	}
@@ -357,14 +292,14 @@ func TestRejectsWhatTheAPIRejects(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			m := &fakeModel{events: []llm.Event{done(llm.StopEndTurn, llm.Usage{})}}
+			m := &llmtest.Backend{Events: []llm.Event{done(llm.StopEndTurn, llm.Usage{})}}
 			s := New(m)
 			defer s.Close()
 			e := readError(t, post(t, s, tt.body), http.StatusBadRequest)
 			if e.Error.Type != "invalid_request_error" {
 				t.Errorf("error type %q", e.Error.Type)
 			}
-			if n := len(m.requests()); n != 0 {
+			if n := len(m.Requests()); n != 0 {
 				t.Errorf("model called %d times", n)
 			}
 			if n := len(s.Requests()); n != 1 {
@@ -376,7 +311,7 @@ func TestRejectsWhatTheAPIRejects(t *testing.T) {
 
 func TestAPIKey(t *testing.T) {
 	t.Parallel()
-	m := &fakeModel{events: []llm.Event{text("ok"), done(llm.StopEndTurn, llm.Usage{})}}
+	m := &llmtest.Backend{Events: []llm.Event{llmtest.Text("ok"), done(llm.StopEndTurn, llm.Usage{})}}
 	s := New(m, WithAPIKey("sk-test"))
 	defer s.Close()
 
@@ -389,7 +324,7 @@ func TestAPIKey(t *testing.T) {
 	if got := readSSE(t, post(t, s, simpleBody(true, false), "Authorization", "Bearer sk-test")); !got.done {
 		t.Errorf("authorised request: stream not done: %+v", got)
 	}
-	if n := len(m.requests()); n != 1 {
+	if n := len(m.Requests()); n != 1 {
 		t.Errorf("model called %d times, want 1", n)
 	}
 	if n := len(s.Requests()); n != 4 {
@@ -410,7 +345,7 @@ func TestFailFirst(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(http.StatusText(tt.status), func(t *testing.T) {
 			t.Parallel()
-			m := &fakeModel{events: []llm.Event{text("ok"), done(llm.StopEndTurn, llm.Usage{})}}
+			m := &llmtest.Backend{Events: []llm.Event{llmtest.Text("ok"), done(llm.StopEndTurn, llm.Usage{})}}
 			s := New(m, WithFailFirst(2, tt.status))
 			defer s.Close()
 			for range 2 {
@@ -428,32 +363,10 @@ func TestFailFirst(t *testing.T) {
 			if n := len(s.Requests()); n != 3 {
 				t.Errorf("recorded %d requests, want 3", n)
 			}
-			if n := len(m.requests()); n != 1 {
+			if n := len(m.Requests()); n != 1 {
 				t.Errorf("model called %d times, want 1", n)
 			}
 		})
-	}
-}
-
-func TestCutAfter(t *testing.T) {
-	t.Parallel()
-	m := &fakeModel{events: []llm.Event{text("a"), text("b"), text("c"), done(llm.StopEndTurn, llm.Usage{})}}
-	s := New(m, WithCutAfter(2))
-	defer s.Close()
-
-	for range 2 { // every stream is cut, and the server keeps serving
-		got := readSSE(t, post(t, s, simpleBody(true, true)))
-		if !errors.Is(got.err, io.ErrUnexpectedEOF) {
-			t.Errorf("read error %v, want unexpected EOF", got.err)
-		}
-		if got.done || len(got.chunks) != 2 {
-			t.Errorf("got %d chunks (done=%v), want 2 and no [DONE]", len(got.chunks), got.done)
-		}
-		for _, c := range got.chunks {
-			if c.Choices[0].FinishReason != nil {
-				t.Errorf("finish_reason in a cut stream: %+v", c)
-			}
-		}
 	}
 }
 
@@ -461,7 +374,7 @@ func TestModelError(t *testing.T) {
 	t.Parallel()
 	t.Run("before the first event", func(t *testing.T) {
 		t.Parallel()
-		s := New(&fakeModel{err: errors.New("scenario has no rule")})
+		s := New(&llmtest.Backend{Err: errors.New("scenario has no rule")})
 		defer s.Close()
 		for _, stream := range []bool{true, false} {
 			e := readError(t, post(t, s, simpleBody(stream, false)), http.StatusInternalServerError)
@@ -472,7 +385,7 @@ func TestModelError(t *testing.T) {
 	})
 	t.Run("provider error keeps its status", func(t *testing.T) {
 		t.Parallel()
-		s := New(&fakeModel{err: &llm.ProviderError{Provider: "scripted", StatusCode: http.StatusTooManyRequests, Message: "slow down"}})
+		s := New(&llmtest.Backend{Err: &llm.ProviderError{Provider: "scripted", StatusCode: http.StatusTooManyRequests, Message: "slow down"}})
 		defer s.Close()
 		for _, stream := range []bool{true, false} {
 			e := readError(t, post(t, s, simpleBody(stream, false)), http.StatusTooManyRequests)
@@ -483,7 +396,7 @@ func TestModelError(t *testing.T) {
 	})
 	t.Run("mid stream", func(t *testing.T) {
 		t.Parallel()
-		s := New(&fakeModel{events: []llm.Event{text("partial")}, err: errors.New("boom")})
+		s := New(&llmtest.Backend{Events: []llm.Event{llmtest.Text("partial")}, Err: errors.New("boom")})
 		defer s.Close()
 		got := readSSE(t, post(t, s, simpleBody(true, true)))
 		if got.done || len(got.errors) != 1 || !strings.Contains(got.errors[0].Error.Message, "boom") {
@@ -492,7 +405,7 @@ func TestModelError(t *testing.T) {
 	})
 	t.Run("no final event", func(t *testing.T) {
 		t.Parallel()
-		s := New(&fakeModel{events: []llm.Event{text("partial")}})
+		s := New(&llmtest.Backend{Events: []llm.Event{llmtest.Text("partial")}})
 		defer s.Close()
 		got := readSSE(t, post(t, s, simpleBody(true, true)))
 		if got.done || len(got.errors) != 1 {
@@ -503,9 +416,9 @@ func TestModelError(t *testing.T) {
 
 func TestNonStream(t *testing.T) {
 	t.Parallel()
-	m := &fakeModel{events: []llm.Event{
-		text("Reading "), text("it."),
-		call("c1", "read_file", `{"file_path":"a"}`),
+	m := &llmtest.Backend{Events: []llm.Event{
+		llmtest.Text("Reading "), llmtest.Text("it."),
+		llmtest.ToolCall("c1", "read_file", `{"file_path":"a"}`),
 		done(llm.StopToolUse, llm.Usage{InputTokens: 4, CacheReadInputTokens: 6, OutputTokens: 2}),
 	}}
 	s := New(m)
@@ -536,7 +449,7 @@ func TestNonStream(t *testing.T) {
 
 func TestCachedTokens(t *testing.T) {
 	t.Parallel()
-	m := &fakeModel{events: []llm.Event{text("ok"), done(llm.StopEndTurn, llm.Usage{InputTokens: 20, OutputTokens: 1})}}
+	m := &llmtest.Backend{Events: []llm.Event{llmtest.Text("ok"), done(llm.StopEndTurn, llm.Usage{InputTokens: 20, OutputTokens: 1})}}
 	s := New(m, WithCachedTokens(7))
 	defer s.Close()
 
@@ -548,82 +461,9 @@ func TestCachedTokens(t *testing.T) {
 	}
 }
 
-func TestConcurrentRequests(t *testing.T) {
-	t.Parallel()
-	m := &fakeModel{events: []llm.Event{text("ok"), done(llm.StopEndTurn, llm.Usage{})}}
-	s := New(m)
-	defer s.Close()
-
-	const n = 20
-	var wg sync.WaitGroup
-	for range n {
-		wg.Go(func() {
-			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, s.URL()+"/chat/completions",
-				strings.NewReader(`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			resp, err := s.Client().Do(req)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			defer resp.Body.Close()
-			b, err := io.ReadAll(resp.Body)
-			if err != nil || !bytes.HasSuffix(b, []byte("data: [DONE]\n\n")) {
-				t.Errorf("response %q, err %v", b, err)
-			}
-		})
-	}
-	wg.Wait()
-	if got := len(s.Requests()); got != n {
-		t.Errorf("recorded %d requests, want %d", got, n)
-	}
-}
-
-// blockingModel blocks until its context ends, after telling started.
-type blockingModel struct {
-	started chan struct{}
-	ended   chan error
-}
-
-func (m *blockingModel) Name() string { return "blocking" }
-
-func (m *blockingModel) Generate(ctx context.Context, _ *llm.Request) iter.Seq2[llm.Event, error] {
-	return func(yield func(llm.Event, error) bool) {
-		close(m.started)
-		<-ctx.Done()
-		m.ended <- ctx.Err()
-		yield(llm.Event{}, ctx.Err())
-	}
-}
-
-func TestCloseCancelsModelCalls(t *testing.T) {
-	t.Parallel()
-	m := &blockingModel{started: make(chan struct{}), ended: make(chan error, 1)}
-	s := New(m)
-
-	client := make(chan error, 1)
-	go func() {
-		resp, err := s.Client().Post(s.URL()+"/chat/completions", "application/json",
-			strings.NewReader(`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
-		if err == nil {
-			resp.Body.Close()
-		}
-		client <- err
-	}()
-	<-m.started
-	s.Close() // must not wait for the model forever
-	if err := <-m.ended; !errors.Is(err, context.Canceled) {
-		t.Errorf("model call ended with %v, want context.Canceled", err)
-	}
-	<-client // either a 500 or a closed connection; the point is that it returns
-}
-
 func TestUnknownPath(t *testing.T) {
 	t.Parallel()
-	s := New(&fakeModel{})
+	s := New(&llmtest.Backend{})
 	defer s.Close()
 	resp, err := s.Client().Get(s.URL() + "/models")
 	if err != nil {
@@ -632,18 +472,3 @@ func TestUnknownPath(t *testing.T) {
 	defer resp.Body.Close()
 	readError(t, resp, http.StatusNotFound)
 }
-
-func TestSplitHalf(t *testing.T) {
-	t.Parallel()
-	for _, s := range []string{"", "a", "ab", `{"k":"é"}`, "ééé", "日本語"} {
-		a, b := splitHalf(s)
-		if a+b != s || !utf8Valid(a) || !utf8Valid(b) {
-			t.Errorf("splitHalf(%q) = %q, %q", s, a, b)
-		}
-		if len(s) >= 2 && (a == "" || b == "") {
-			t.Errorf("splitHalf(%q) = %q, %q: want two non-empty halves", s, a, b)
-		}
-	}
-}
-
-func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "\uFFFD") == s }

@@ -1,4 +1,4 @@
-package mockllm
+package openaitest
 
 import (
 	"crypto/sha256"

@@ -1,6 +1,8 @@
-// Package mockllm is an OpenAI-compatible chat-completions server on loopback, backed by
-// any llm.Model (usually the scripted provider). It lets the e2e scripts and benchmarks
-// drive stoke's real openai provider, over real HTTP and SSE, with no network and no cost.
+// Package openaitest is an OpenAI-compatible chat-completions server on loopback, backed by
+// any llm.Model (usually the scripted provider). It lets the provider's tests, the e2e
+// scripts (the mockllm command) and benchmarks drive stoke's real openai provider, over
+// real HTTP and SSE, with no network and no cost. It is built on the loopback core of
+// agents/llm/llmtest, which it shares with the Anthropic mock.
 //
 // It serves POST /v1/chat/completions, streaming (SSE chat.completion.chunk lines) and
 // not. Each request body is converted to an llm.Request (see toRequest and agentOf),
@@ -14,18 +16,16 @@
 // no call, no model) get its 400 answer, so a client bug shows up here first.
 // WithPrefixCache simulates OpenAI's automatic prompt caching, so that what a client
 // gains from keeping its requests' prefixes stable can be measured.
-// Fault options (WithFailFirst, WithCutAfter) exercise retries and cut streams. A model
-// error before the first event is an HTTP error (the status of an *llm.ProviderError,
-// else 500); after it, an error event ends the stream without [DONE].
+// Fault options (WithFailFirst, WithCutAfter, WithFaults) exercise retries and cut
+// streams. A model error before the first event is an HTTP error (the status of an
+// *llm.ProviderError, else 500); after it, an error event ends the stream without [DONE].
 //
 // A Server is safe for concurrent requests; Requests may be called at any time.
-package mockllm
+package openaitest
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"iter"
 	"net/http"
 	"strings"
@@ -41,9 +41,7 @@ type Option func(*config)
 
 type config struct {
 	apiKey      string
-	failFirst   int
-	failStatus  int
-	cutAfter    int
+	faults      llmtest.Faults
 	cached      int64
 	cachedIsSet bool
 	prefixMin   int64
@@ -58,13 +56,18 @@ func WithAPIKey(key string) Option { return func(c *config) { c.apiKey = key } }
 // OpenAI-style JSON error body (and a Retry-After-Ms: 10 header, so that clients that
 // honour it retry at once). They are recorded like any other request.
 func WithFailFirst(n, status int) Option {
-	return func(c *config) { c.failFirst, c.failStatus = n, status }
+	return func(c *config) { c.faults.FailFirst, c.faults.FailStatus = n, status }
 }
 
 // WithCutAfter makes every streamed response stop after n chunk lines: the connection
 // is hijacked and closed, with no finish_reason, no usage and no [DONE]. n <= 0 means
 // never. Non-streamed responses are not affected.
-func WithCutAfter(n int) Option { return func(c *config) { c.cutAfter = n } }
+func WithCutAfter(n int) Option { return func(c *config) { c.faults.CutAfter = n } }
+
+// WithFaults sets every injected fault at once (replacing WithFailFirst and
+// WithCutAfter): which requests fail, which streams are cut after how many chunk
+// lines, and how (see llmtest.Faults).
+func WithFaults(f llmtest.Faults) Option { return func(c *config) { c.faults = f } }
 
 // WithCachedTokens reports n as usage.prompt_tokens_details.cached_tokens on every
 // response (prompt_tokens is raised to n if it was smaller). Without it (or
@@ -115,7 +118,7 @@ func New(model llm.Model, opts ...Option) *Server {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("unknown url %s", r.URL.Path))
 	})
 	// Close cancels in-flight model calls instead of waiting for them.
-	s.lb = llmtest.NewLoopback(mux, s.cfg.failFirst)
+	s.lb = llmtest.NewLoopback(mux, s.cfg.faults)
 	s.lb.Start()
 	return s
 }
@@ -134,6 +137,9 @@ func (s *Server) Close() { s.lb.Close() }
 // including the ones answered with an error.
 func (s *Server) Requests() [][]byte { return s.lb.Requests() }
 
+// Headers returns the headers of every request received so far, in the order of Requests.
+func (s *Server) Headers() []http.Header { return s.lb.Headers() }
+
 func (s *Server) serveCompletions(w http.ResponseWriter, r *http.Request) {
 	body, err := s.lb.Record(r)
 	if err != nil {
@@ -149,11 +155,6 @@ func (s *Server) serveCompletions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnauthorized, "Incorrect API key provided.")
 		return
 	}
-	if s.lb.FailNow() {
-		w.Header().Set("Retry-After-Ms", "10")
-		writeError(w, s.cfg.failStatus, fmt.Sprintf("injected failure (HTTP %d)", s.cfg.failStatus))
-		return
-	}
 	var cr chatRequest
 	if err := json.Unmarshal(body, &cr); err != nil {
 		writeError(w, http.StatusBadRequest, "We could not parse the JSON body of your request: "+err.Error())
@@ -162,6 +163,12 @@ func (s *Server) serveCompletions(w http.ResponseWriter, r *http.Request) {
 	req, err := toRequest(cr)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if s.lb.FailNow(req.Agent) {
+		w.Header().Set("Retry-After-Ms", "10")
+		status := s.lb.FailStatus()
+		writeError(w, status, fmt.Sprintf("injected failure (HTTP %d)", status))
 		return
 	}
 	var in *promptUsage
@@ -183,28 +190,25 @@ func (s *Server) serveCompletions(w http.ResponseWriter, r *http.Request) {
 	model := cr.Model
 	events := s.model.Generate(r.Context(), req)
 	if cr.Stream {
-		s.stream(w, id, model, cr.StreamOptions != nil && cr.StreamOptions.IncludeUsage, in, events)
+		s.stream(w, req.Agent, id, model, cr.StreamOptions != nil && cr.StreamOptions.IncludeUsage, in, events)
 	} else {
 		s.complete(w, id, model, in, events)
 	}
 }
 
-func (s *Server) stream(w http.ResponseWriter, id, model string, includeUsage bool, in *promptUsage, events iter.Seq2[llm.Event, error]) {
+func (s *Server) stream(w http.ResponseWriter, agent, id, model string, includeUsage bool, in *promptUsage, events iter.Seq2[llm.Event, error]) {
 	next, stop := iter.Pull2(events)
 	defer stop()
 	ev, err, ok := next()
 	switch {
 	case err != nil:
-		writeError(w, errorStatus(err), "model: "+err.Error())
+		writeError(w, llmtest.ErrorStatus(err), "model: "+err.Error())
 		return
 	case !ok:
 		writeError(w, http.StatusInternalServerError, "model: no events")
 		return
 	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	out := &sseWriter{w: w, rc: http.NewResponseController(w), cutAfter: s.cfg.cutAfter,
+	out := &sseWriter{SSE: s.lb.Stream(w, agent),
 		base: chunk{ID: id, Object: "chat.completion.chunk", Created: time.Now().Unix(), Model: model}}
 
 	if out.delta(delta{Role: "assistant", Content: new("")}) != nil {
@@ -252,7 +256,7 @@ func (s *Server) stream(w http.ResponseWriter, id, model string, includeUsage bo
 			return
 		}
 	}
-	out.line("data: [DONE]\n\n")
+	_ = out.Write("data: [DONE]\n\n")
 }
 
 func (s *Server) complete(w http.ResponseWriter, id, model string, in *promptUsage, events iter.Seq2[llm.Event, error]) {
@@ -261,7 +265,7 @@ func (s *Server) complete(w http.ResponseWriter, id, model string, in *promptUsa
 	var done *llm.Event
 	for ev, err := range events {
 		if err != nil {
-			writeError(w, errorStatus(err), "model: "+err.Error())
+			writeError(w, llmtest.ErrorStatus(err), "model: "+err.Error())
 			return
 		}
 		switch ev.Kind {
@@ -286,21 +290,11 @@ func (s *Server) complete(w http.ResponseWriter, id, model string, in *promptUsa
 	if text.Len() > 0 || len(msg.ToolCalls) == 0 {
 		msg.Content = new(text.String())
 	}
-	writeJSON(w, http.StatusOK, completion{
+	llmtest.WriteJSON(w, http.StatusOK, completion{
 		ID: id, Object: "chat.completion", Created: time.Now().Unix(), Model: model,
 		Choices: []completionChoice{{Message: msg, FinishReason: finishReason(done.StopReason, len(msg.ToolCalls))}},
 		Usage:   s.usageOf(done.Usage, in),
 	})
-}
-
-// errorStatus is the HTTP status for a model error: the status of an *llm.ProviderError
-// that carries one (a scenario's error_status), else 500.
-func errorStatus(err error) int {
-	var pe *llm.ProviderError
-	if errors.As(err, &pe) && pe.StatusCode >= 400 && pe.StatusCode <= 599 {
-		return pe.StatusCode
-	}
-	return http.StatusInternalServerError
 }
 
 // usageOf maps llm usage to OpenAI's, where prompt_tokens includes cached tokens. in,
@@ -343,16 +337,11 @@ func arguments(b llm.Block) string {
 	return string(b.Input)
 }
 
-// errCut reports that the stream was cut on purpose.
-var errCut = errors.New("stream cut")
-
-// sseWriter writes chunk lines, flushing each, and cuts the connection after cutAfter.
+// sseWriter writes chunk lines over the loopback core's SSE writer, which flushes each
+// and cuts the stream as the faults say.
 type sseWriter struct {
-	w        http.ResponseWriter
-	rc       *http.ResponseController
-	base     chunk
-	cutAfter int
-	written  int
+	*llmtest.SSE
+	base chunk
 }
 
 func (o *sseWriter) delta(d delta) error {
@@ -362,7 +351,7 @@ func (o *sseWriter) delta(d delta) error {
 // toolCall writes one call as two chunks: id, type, name and the first half of the
 // arguments, then the second half.
 func (o *sseWriter) toolCall(index int, b llm.Block) error {
-	first, second := splitHalf(arguments(b))
+	first, second := llmtest.SplitHalf(arguments(b))
 	err := o.delta(delta{ToolCalls: []toolCallDelta{{
 		Index: index, ID: callID(b, index), Type: "function",
 		Function: functionDelta{Name: b.Name, Arguments: first},
@@ -378,32 +367,13 @@ func (o *sseWriter) write(c chunk) error {
 	if err != nil {
 		return err
 	}
-	if err := o.line("data: " + string(b) + "\n\n"); err != nil {
-		return err
-	}
-	o.written++
-	if o.cutAfter > 0 && o.written >= o.cutAfter {
-		conn, _, err := o.rc.Hijack() // flushes what was written
-		if err != nil {
-			return err
-		}
-		conn.Close()
-		return errCut
-	}
-	return nil
+	return o.Event("data: " + string(b) + "\n\n")
 }
 
 // errorEvent ends a stream the way the API reports a failure after the 200 status.
 func (o *sseWriter) errorEvent(msg string) {
 	b, _ := json.Marshal(apiError{Error: apiErrorBody{Message: msg, Type: "server_error"}})
-	o.line("data: " + string(b) + "\n\n")
-}
-
-func (o *sseWriter) line(s string) error {
-	if _, err := io.WriteString(o.w, s); err != nil {
-		return err
-	}
-	return o.rc.Flush()
+	_ = o.Write("data: " + string(b) + "\n\n")
 }
 
 // writeError writes an OpenAI-style error body.
@@ -417,11 +387,5 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 	case status >= 500:
 		body.Type = "server_error"
 	}
-	writeJSON(w, status, apiError{Error: body})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v) // a failed write means the client went away
+	llmtest.WriteJSON(w, status, apiError{Error: body})
 }

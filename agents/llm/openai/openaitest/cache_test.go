@@ -1,4 +1,4 @@
-package mockllm
+package openaitest
 
 import (
 	"encoding/json"
@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/llm/llmtest"
 )
 
 // Raw prompt pieces, so that the test knows the exact bytes the server sees.
@@ -70,7 +71,7 @@ func completionUsage(t *testing.T, s *Server, body string) usage {
 
 func TestPrefixCache(t *testing.T) {
 	t.Parallel()
-	m := &fakeModel{events: []llm.Event{text("ok"), done(llm.StopEndTurn, llm.Usage{InputTokens: 99999, CacheReadInputTokens: 5, OutputTokens: 2})}}
+	m := &llmtest.Backend{Events: []llm.Event{llmtest.Text("ok"), done(llm.StopEndTurn, llm.Usage{InputTokens: 99999, CacheReadInputTokens: 5, OutputTokens: 2})}}
 	s := New(m, WithPrefixCache(256))
 	defer s.Close()
 
@@ -124,7 +125,7 @@ func TestPrefixCache(t *testing.T) {
 
 func TestPrefixCacheStream(t *testing.T) {
 	t.Parallel()
-	m := &fakeModel{events: []llm.Event{text("ok"), done(llm.StopEndTurn, llm.Usage{InputTokens: 3, OutputTokens: 1})}}
+	m := &llmtest.Backend{Events: []llm.Event{llmtest.Text("ok"), done(llm.StopEndTurn, llm.Usage{InputTokens: 3, OutputTokens: 1})}}
 	s := New(m, WithPrefixCache(1024))
 	defer s.Close()
 
@@ -155,7 +156,7 @@ func TestPrefixCacheStream(t *testing.T) {
 
 func TestPrefixCacheIgnoresRejectedRequests(t *testing.T) {
 	t.Parallel()
-	m := &fakeModel{events: []llm.Event{text("ok"), done(llm.StopEndTurn, llm.Usage{})}}
+	m := &llmtest.Backend{Events: []llm.Event{llmtest.Text("ok"), done(llm.StopEndTurn, llm.Usage{})}}
 	s := New(m, WithPrefixCache(0))
 	defer s.Close()
 
@@ -170,7 +171,7 @@ func TestPrefixCacheIgnoresRejectedRequests(t *testing.T) {
 
 func TestPrefixCacheOptionOrder(t *testing.T) {
 	t.Parallel()
-	m := &fakeModel{events: []llm.Event{text("ok"), done(llm.StopEndTurn, llm.Usage{InputTokens: 2000, OutputTokens: 1})}}
+	m := &llmtest.Backend{Events: []llm.Event{llmtest.Text("ok"), done(llm.StopEndTurn, llm.Usage{InputTokens: 2000, OutputTokens: 1})}}
 	body := cacheBody("gpt-test", "", false, cacheSys, cacheU1)
 	tests := []struct {
 		name   string

@@ -1,4 +1,4 @@
-package mockllm_test
+package openaitest_test
 
 // These tests drive the mock with the official openai-go client and the scripted
 // provider, so the wire format is checked against the SDK stoke's openai provider wraps,
@@ -14,8 +14,8 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"github.com/stoke-cli/stoke/agents/llm/openai/openaitest"
 	"github.com/stoke-cli/stoke/agents/llm/scripted"
-	"github.com/stoke-cli/stoke/e2e/mockllm"
 )
 
 const roundTrip = `
@@ -48,7 +48,7 @@ func scriptedModel(t *testing.T, yaml string) *scripted.Model {
 	return scripted.New(sc)
 }
 
-func client(s *mockllm.Server, retries int, opts ...option.RequestOption) openai.Client {
+func client(s *openaitest.Server, retries int, opts ...option.RequestOption) openai.Client {
 	return openai.NewClient(append([]option.RequestOption{
 		option.WithBaseURL(s.URL()),
 		option.WithAPIKey("sk-test"),
@@ -87,7 +87,7 @@ func stream(t *testing.T, c openai.Client, p openai.ChatCompletionNewParams) (op
 
 func TestSDKToolRoundTrip(t *testing.T) {
 	t.Parallel()
-	s := mockllm.New(scriptedModel(t, roundTrip), mockllm.WithAPIKey("sk-test"))
+	s := openaitest.New(scriptedModel(t, roundTrip), openaitest.WithAPIKey("sk-test"))
 	defer s.Close()
 	c := client(s, 0)
 
@@ -135,7 +135,7 @@ func TestSDKToolRoundTrip(t *testing.T) {
 
 func TestSDKSubagentRouting(t *testing.T) {
 	t.Parallel()
-	s := mockllm.New(scriptedModel(t, roundTrip))
+	s := openaitest.New(scriptedModel(t, roundTrip))
 	defer s.Close()
 	p := params(openai.SystemMessage("You are a subagent.\nAgent type: Explore"), openai.UserMessage("look"))
 	p.Tools = nil // no task tool: not the parent
@@ -151,7 +151,7 @@ func TestSDKSubagentRouting(t *testing.T) {
 
 func TestSDKRetriesInjectedFailure(t *testing.T) {
 	t.Parallel()
-	s := mockllm.New(scriptedModel(t, roundTrip), mockllm.WithFailFirst(1, http.StatusInternalServerError))
+	s := openaitest.New(scriptedModel(t, roundTrip), openaitest.WithFailFirst(1, http.StatusInternalServerError))
 	defer s.Close()
 	acc, err := stream(t, client(s, 1), params(openai.UserMessage("x")))
 	if err != nil {
@@ -169,17 +169,17 @@ func TestSDKErrors(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name   string
-		opts   []mockllm.Option
+		opts   []openaitest.Option
 		status int // 0: the stream itself fails
 	}{
-		{"wrong key", []mockllm.Option{mockllm.WithAPIKey("sk-other")}, http.StatusUnauthorized},
-		{"server error, no retries", []mockllm.Option{mockllm.WithFailFirst(1, http.StatusServiceUnavailable)}, http.StatusServiceUnavailable},
-		{"cut stream", []mockllm.Option{mockllm.WithCutAfter(2)}, 0},
+		{"wrong key", []openaitest.Option{openaitest.WithAPIKey("sk-other")}, http.StatusUnauthorized},
+		{"server error, no retries", []openaitest.Option{openaitest.WithFailFirst(1, http.StatusServiceUnavailable)}, http.StatusServiceUnavailable},
+		{"cut stream", []openaitest.Option{openaitest.WithCutAfter(2)}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s := mockllm.New(scriptedModel(t, roundTrip), tt.opts...)
+			s := openaitest.New(scriptedModel(t, roundTrip), tt.opts...)
 			defer s.Close()
 			_, err := stream(t, client(s, 0), params(openai.UserMessage("x")))
 			if err == nil {
@@ -198,7 +198,7 @@ func TestSDKErrors(t *testing.T) {
 
 func TestSDKScenarioWithoutMatchingRule(t *testing.T) {
 	t.Parallel()
-	s := mockllm.New(scriptedModel(t, "rules:\n  - agent: nobody\n    reply: {text: x}\n"))
+	s := openaitest.New(scriptedModel(t, "rules:\n  - agent: nobody\n    reply: {text: x}\n"))
 	defer s.Close()
 	_, err := stream(t, client(s, 0), params(openai.UserMessage("x")))
 	var apiErr *openai.Error

@@ -1,30 +1,16 @@
-package mockllm_test
+package openaitest_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"iter"
 	"strings"
 	"testing"
 
 	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/llm/llmtest"
 	"github.com/stoke-cli/stoke/agents/llm/openai"
-	"github.com/stoke-cli/stoke/e2e/mockllm"
+	"github.com/stoke-cli/stoke/agents/llm/openai/openaitest"
 )
-
-// fixedReply answers every request with the same text.
-type fixedReply string
-
-func (fixedReply) Name() string { return "fixed" }
-
-func (r fixedReply) Generate(context.Context, *llm.Request) iter.Seq2[llm.Event, error] {
-	return func(yield func(llm.Event, error) bool) {
-		if yield(llm.Event{Kind: llm.EventTextDelta, Text: string(r)}, nil) {
-			yield(llm.Event{Kind: llm.EventDone, StopReason: llm.StopEndTurn, Usage: llm.Usage{OutputTokens: int64(len(r) / 4)}}, nil)
-		}
-	}
-}
 
 // benchTools is a realistic tool list.
 func benchTools() []llm.ToolSpec {
@@ -48,8 +34,8 @@ func benchTools() []llm.ToolSpec {
 // re-sends everything uncached).
 func cacheSaving(tb testing.TB, turns int) (hot, cold int64) {
 	tb.Helper()
-	srv := mockllm.New(fixedReply(strings.Repeat("Done: the change is in and the tests pass. ", 5)),
-		mockllm.WithAPIKey("sk-test"), mockllm.WithPrefixCache(1024))
+	srv := openaitest.New(llmtest.EndTurn(strings.Repeat("Done: the change is in and the tests pass. ", 5)),
+		openaitest.WithAPIKey("sk-test"), openaitest.WithPrefixCache(1024))
 	tb.Cleanup(srv.Close)
 	m, err := openai.New(openai.Config{APIKey: "sk-test", BaseURL: srv.URL(), Model: "gpt-test", MaxRetries: 0, HTTPClient: srv.Client()})
 	if err != nil {
