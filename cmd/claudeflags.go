@@ -66,8 +66,6 @@ func claudeFlags() []claudeFlag {
 		{name: "managed-settings", typ: flagString, ignored: "stoke has no managed settings"},
 		{name: "managed-settings-in-initialize", typ: flagBool, ignored: "stoke has no managed settings"},
 		{name: "initialize-fields", typ: flagString, ignored: "stoke reads no settings from the initialize request"},
-		{name: "mcp-config", typ: flagList, ignored: "stoke has no MCP client"},
-		{name: "strict-mcp-config", typ: flagBool, ignored: "stoke has no MCP client"},
 		{name: "add-dir", typ: flagList, ignored: "the workspace tools work in the working directory only"},
 		{name: "fallback-model", typ: flagString, ignored: "stoke has no fallback model; the provider's own retries apply"},
 		{name: "betas", typ: flagString, ignored: "stoke sends no Anthropic beta headers"},
@@ -183,7 +181,7 @@ func applyClaudeFlags(f *pflag.FlagSet, lookupEnv func(string) (string, bool)) (
 		if v == "stdio" {
 			o.sdk.PermissionPromptStdio = true
 		} else {
-			o.warn("Claude Code flag ignored", "flag", "--permission-prompt-tool="+v, "reason", "stoke has no MCP client: only stdio (the SDK's canUseTool) is supported")
+			o.warn("Claude Code flag ignored", "flag", "--permission-prompt-tool="+v, "reason", "only stdio (the SDK's canUseTool) is supported")
 		}
 	}
 	o.sdk.IncludePartialMessages, _ = f.GetBool("include-partial-messages")

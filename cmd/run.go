@@ -58,6 +58,10 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, runF RunFunc
 	if err != nil {
 		return err
 	}
+	mcpOpts, err := mcpOptions(flags, cfg, deps.LookupEnv, cwd, logger)
+	if err != nil {
+		return err
+	}
 
 	sessionID := cfg.SessionID
 	if sessionID == "" && cfg.Resume == "" && !cfg.Continue {
@@ -88,6 +92,7 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, runF RunFunc
 		Bare:             cfg.Bare,
 		Prices:           price.Default().With(cfg.Prices),
 		Hooks:            cfg.Hooks,
+		MCP:              mcpOpts,
 		SDK:              claude.sdk,
 	}
 	if claude.noPersistence && cfg.Resume == "" && !cfg.Continue {

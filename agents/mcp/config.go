@@ -242,8 +242,10 @@ func expand(s string, lookup func(string) (string, bool)) (string, []string) {
 
 // LoadInput names the sources of a run's MCP configuration.
 type LoadInput struct {
-	// Configs are the --mcp-config values, in order: each a file path or JSON text.
+	// Configs are the --mcp-config values, in order: each a file path (relative to
+	// WorkDir) or JSON text.
 	Configs []string
+	WorkDir string
 	// Strict reads only Configs (--strict-mcp-config).
 	Strict bool
 	// Settings is the mcp-servers map of the settings files, and SettingsSource where
@@ -314,7 +316,7 @@ func Load(in LoadInput) (map[string]ServerConfig, []string, error) {
 		}
 	}
 	for _, v := range in.Configs {
-		servers, err := parseFlag(v)
+		servers, err := parseFlag(v, in.WorkDir)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -322,11 +324,15 @@ func Load(in LoadInput) (map[string]ServerConfig, []string, error) {
 			return nil, nil, err
 		}
 	}
+	if len(out) == 0 {
+		return nil, warnings, nil
+	}
 	return out, warnings, nil
 }
 
-// parseFlag reads one --mcp-config value: JSON text when it starts with "{", else a file.
-func parseFlag(v string) (map[string]ServerConfig, error) {
+// parseFlag reads one --mcp-config value: JSON text when it starts with "{", else a file
+// (relative to dir).
+func parseFlag(v, dir string) (map[string]ServerConfig, error) {
 	if t := strings.TrimSpace(v); strings.HasPrefix(t, "{") {
 		servers, err := ParseJSON([]byte(t), "--mcp-config")
 		if err != nil {
@@ -334,7 +340,11 @@ func parseFlag(v string) (map[string]ServerConfig, error) {
 		}
 		return servers, nil
 	}
-	data, err := os.ReadFile(v)
+	path := v
+	if !filepath.IsAbs(path) && dir != "" {
+		path = filepath.Join(dir, path)
+	}
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("--mcp-config: %w", err)
 	}
