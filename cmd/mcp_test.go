@@ -87,7 +87,7 @@ func TestMCPConfigErrors(t *testing.T) {
 	}{
 		{"not JSON", []string{"--mcp-config", "{nope"}, nil, "--mcp-config: not JSON"},
 		{"no such file", []string{"--mcp-config", "missing.json"}, nil, "missing.json"},
-		{"bad server", []string{"--mcp-config", `{"mcpServers":{"x":{"type":"http"}}}`}, nil, `server "x": an http server needs an http(s) url`},
+		{"bad server", []string{"--mcp-config", `{"mcpServers":{"x":{"type":"http"}}}`}, nil, `server "x" (--mcp-config): an http server needs an http(s) url`},
 		{"unset variable", []string{"--mcp-config", `{"mcpServers":{"x":{"command":"${NOT_SET_HERE}"}}}`}, nil, "NOT_SET_HERE"},
 		{"bad MCP_TIMEOUT", []string{"--mcp-config", `{"mcpServers":{}}`}, map[string]string{"MCP_TIMEOUT": "soon"}, "MCP_TIMEOUT"},
 	}

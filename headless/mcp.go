@@ -112,7 +112,7 @@ func (s *session) agentServers(m *mcp.Manager, def agents.Definition) []string {
 		parsed, err := mcp.ParseMap(map[string]any{srv.Name: srv.Config}, def.Source)
 		if err == nil {
 			var c mcp.ServerConfig
-			if c, err = parsed[srv.Name].Expand(os.LookupEnv); err == nil {
+			if c, err = parsed[srv.Name].Resolve(os.LookupEnv); err == nil {
 				err = m.Add(srv.Name, c)
 			}
 		}

@@ -276,3 +276,46 @@ func TestMCPChildEnvKeepsProviderKeysOut(t *testing.T) {
 		t.Errorf("other variables are dropped")
 	}
 }
+
+// In SDK mode an MCP call the permission mode does not allow is put to the host as
+// can_use_tool, like a shell command; the host's verdict decides it.
+func TestSDKHostApprovesMCPCalls(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		behavior string
+		want     string
+	}{
+		{"allow", "model saw: echo: asked"},
+		{"deny", "model saw: mcp__t__echo was not approved: not this one"},
+	} {
+		t.Run(tc.behavior, func(t *testing.T) {
+			t.Parallel()
+			url, _ := mcpServer(t)
+			o := sdkOpts(t, model(t, mcpCallScenario))
+			o.MCP = mcpOpts(t, url)
+			o.SDK.PermissionPromptStdio = true
+			h := startHost(t, o)
+			h.user("asked")
+			init := h.next("system/init", isSystem("init"))
+			if got := init.Get("mcp_servers").Raw; got != `[{"name":"t","status":"connected"}]` {
+				t.Errorf("init mcp_servers = %s", got)
+			}
+			req := h.next("can_use_tool", isRequest("can_use_tool"))
+			if got := req.Get("request.tool_name").Str; got != "mcp__t__echo" {
+				t.Errorf("can_use_tool for %q (%s)", got, req.Raw)
+			}
+			if got := req.Get("request.input.message").Str; got != "asked" {
+				t.Errorf("can_use_tool input %s", req.Get("request.input").Raw)
+			}
+			h.send(`{"type":"control_response","response":{"subtype":"success","request_id":"` + req.Get("request_id").Str +
+				`","response":{"behavior":"` + tc.behavior + `","message":"not this one"}}}`)
+			res := h.next("the result", isType("result"))
+			if got := res.Get("result").Str; got != tc.want {
+				t.Errorf("result %q, want %q", got, tc.want)
+			}
+			if _, err := h.closeStdin(); err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		})
+	}
+}

@@ -118,7 +118,8 @@ func (c ServerConfig) normalize() ServerConfig {
 }
 
 // ParseJSON parses an MCP configuration in Claude Code's form,
-// {"mcpServers": {NAME: SERVER, ...}}. Every server must be valid.
+// {"mcpServers": {NAME: SERVER, ...}}. The servers are as written: Resolve expands and
+// validates them.
 func ParseJSON(data []byte, source string) (map[string]ServerConfig, error) {
 	var doc struct {
 		MCPServers map[string]json.RawMessage `json:"mcpServers"`
@@ -143,7 +144,7 @@ func ParseJSON(data []byte, source string) (map[string]ServerConfig, error) {
 }
 
 // ParseMap parses servers held as decoded YAML or JSON (the mcp-servers settings key, an
-// agent file's inline servers): {NAME: SERVER, ...}. Every server must be valid.
+// agent file's inline servers): {NAME: SERVER, ...}, as written (see Resolve).
 func ParseMap(m map[string]any, source string) (map[string]ServerConfig, error) {
 	out := make(map[string]ServerConfig, len(m))
 	for _, name := range slices.Sorted(maps.Keys(m)) {
@@ -169,11 +170,16 @@ func parseServer(name string, raw json.RawMessage) (ServerConfig, error) {
 	if err := json.Unmarshal(raw, &c); err != nil {
 		return ServerConfig{}, fmt.Errorf("server %q: want {command, args, env} or {type, url, headers}: %w", name, err)
 	}
-	c = c.normalize()
-	if err := c.Validate(); err != nil {
-		return ServerConfig{}, fmt.Errorf("server %q: %w", name, err)
+	return c.normalize(), nil
+}
+
+// Resolve expands c's ${VAR} references (Expand) and validates the result.
+func (c ServerConfig) Resolve(lookup func(string) (string, bool)) (ServerConfig, error) {
+	c, err := c.Expand(lookup)
+	if err == nil {
+		err = c.Validate()
 	}
-	return c, nil
+	return c, err
 }
 
 // Expand replaces ${VAR} and ${VAR:-default} in the command, args, env values, url and
@@ -277,7 +283,7 @@ func Load(in LoadInput) (map[string]ServerConfig, []string, error) {
 	}
 	add := func(servers map[string]ServerConfig) error {
 		for _, name := range slices.Sorted(maps.Keys(servers)) {
-			c, err := servers[name].Expand(lookup)
+			c, err := servers[name].Resolve(lookup)
 			if err != nil {
 				return fmt.Errorf("server %q (%s): %w", name, c.Source, err)
 			}

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"bytes"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -47,6 +48,13 @@ func TestParseJSON(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := ParseJSON([]byte(tt.in), "src")
+			for name, c := range got {
+				if err == nil {
+					if _, err = c.Resolve(func(string) (string, bool) { return "", false }); err != nil {
+						err = fmt.Errorf("server %q: %w", name, err)
+					}
+				}
+			}
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want it to contain %q", err, tt.wantErr)
@@ -216,7 +224,7 @@ func TestLoad(t *testing.T) {
 	}{
 		{"bad flag JSON", LoadInput{Configs: []string{`{"mcpServers":`}}, "--mcp-config: not JSON"},
 		{"missing flag file", LoadInput{Configs: []string{filepath.Join(project, "nope.json")}}, "--mcp-config: open"},
-		{"bad flag server", LoadInput{Configs: []string{`{"mcpServers":{"x":{}}}`}}, `server "x": a stdio server needs a command`},
+		{"bad flag server", LoadInput{Configs: []string{`{"mcpServers":{"x":{}}}`}}, `server "x" (--mcp-config): a stdio server needs a command`},
 		{"unset variable in a flag", LoadInput{Configs: []string{`{"mcpServers":{"x":{"command":"${NOT_SET}"}}}`}}, "environment variables not set: NOT_SET"},
 		{"bad settings", LoadInput{Settings: map[string]any{"x": "npx"}, SettingsSource: "s.yaml"}, "settings: mcp-servers (from s.yaml)"},
 	}

@@ -243,7 +243,7 @@ func TestManagerToolErrorsAreResults(t *testing.T) {
 			t.Errorf("call after the server closed = %+v, want an error result", res)
 		}
 		if st := statusOf(m, "a"); st.Status != StatusFailed || !strings.Contains(st.Error, "connection lost") {
-			t.Errorf("status = %+v, want failed: connection lost", st)
+			t.Errorf("status = %+v after %q, want failed: connection lost", st, res.Content)
 		}
 	})
 }

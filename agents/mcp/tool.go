@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/stoke-cli/stoke/agents/llm"
@@ -77,8 +78,9 @@ func (t *Tool) Run(ctx context.Context, call tools.Call) tools.Result {
 	}
 	res, err := t.session.CallTool(ctx, &sdk.CallToolParams{Name: t.name, Arguments: args})
 	if err != nil {
-		if errors.Is(err, sdk.ErrConnectionClosed) {
-			t.server.markLost(err)
+		var answered *jsonrpc.Error
+		if !errors.As(err, &answered) && ctx.Err() == nil {
+			t.server.markLost(err) // not an answer from the server: the transport failed
 		}
 		msg := redact(err.Error(), t.server.conf.secrets())
 		if ctx.Err() != nil {
