@@ -83,7 +83,7 @@ func (c ServerConfig) LogValue() slog.Value {
 		attrs = append(attrs, slog.String("command", c.Command), slog.Any("args", c.Args))
 	}
 	if c.URL != "" {
-		attrs = append(attrs, slog.String("url", c.URL))
+		attrs = append(attrs, slog.String("url", redact(c.URL, c.secrets())))
 	}
 	if len(c.Env) > 0 {
 		attrs = append(attrs, slog.Any("env", slices.Sorted(maps.Keys(c.Env))))
@@ -94,7 +94,8 @@ func (c ServerConfig) LogValue() slog.Value {
 	return slog.GroupValue(attrs...)
 }
 
-// secrets returns the values of env and headers, to be cut out of anything logged.
+// secrets returns the values of env and headers, and the password and query values of
+// the URL, to be cut out of anything logged or shown.
 func (c ServerConfig) secrets() []string {
 	var out []string
 	for _, v := range c.Env {
@@ -102,6 +103,14 @@ func (c ServerConfig) secrets() []string {
 	}
 	for _, v := range c.Headers {
 		out = append(out, v)
+	}
+	if u, err := url.Parse(c.URL); err == nil && c.URL != "" {
+		if p, ok := u.User.Password(); ok {
+			out = append(out, p)
+		}
+		for _, vs := range u.Query() {
+			out = append(out, vs...)
+		}
 	}
 	return out
 }

@@ -113,9 +113,9 @@ func TestLogValueHidesEnvAndHeaderValues(t *testing.T) {
 	var buf bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&buf, nil))
 	logger.Info("x", "config", ServerConfig{Command: "srv", Env: map[string]string{"API_TOKEN": "tok-123"}},
-		"http", ServerConfig{Type: "http", URL: "http://h", Headers: map[string]string{"Authorization": "Bearer abc-456"}})
+		"http", ServerConfig{Type: "http", URL: "http://u:pw-789@h/mcp?key=qk-000", Headers: map[string]string{"Authorization": "Bearer abc-456"}})
 	out := buf.String()
-	for _, secret := range []string{"tok-123", "abc-456"} {
+	for _, secret := range []string{"tok-123", "abc-456", "pw-789", "qk-000"} {
 		if strings.Contains(out, secret) {
 			t.Errorf("log line holds %q: %s", secret, out)
 		}

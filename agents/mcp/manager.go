@@ -109,8 +109,10 @@ func NewManager(opts Options) *Manager {
 		cancel:  cancel,
 		servers: make(map[string]*server, len(opts.Servers)),
 		// No capabilities: stoke lists no roots and answers no sampling or elicitation.
+		// No logger: the SDK's messages may hold a URL's credentials; what fails is
+		// reported here, redacted.
 		client: sdk.NewClient(&sdk.Implementation{Name: opts.ClientName, Version: opts.ClientVersion},
-			&sdk.ClientOptions{Capabilities: &sdk.ClientCapabilities{}, Logger: opts.Logger}),
+			&sdk.ClientOptions{Capabilities: &sdk.ClientCapabilities{}}),
 	}
 	for name, c := range opts.Servers {
 		m.servers[name] = &server{name: name, conf: c, done: make(chan struct{})}

@@ -329,3 +329,18 @@ func TestManagerAdd(t *testing.T) {
 		t.Errorf("adding a new server: %v", err)
 	}
 }
+
+func TestFailedHTTPStartHidesURLCredentials(t *testing.T) {
+	m := NewManager(Options{Servers: map[string]ServerConfig{
+		"web": {Type: TransportHTTP, URL: "http://user:pw-secret-1@127.0.0.1:1/mcp?key=qk-secret-2"},
+	}})
+	defer m.Close()
+	m.Start(t.Context(), "web")
+	st := statusOf(m, "web")
+	if st.Status != StatusFailed || st.Error == "" {
+		t.Fatalf("status %+v, want failed", st)
+	}
+	if strings.Contains(st.Error, "pw-secret-1") || strings.Contains(st.Error, "qk-secret-2") {
+		t.Errorf("the error shows the URL's credentials: %s", st.Error)
+	}
+}
