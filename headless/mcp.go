@@ -2,6 +2,7 @@ package headless
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -115,6 +116,11 @@ func (s *session) agentServers(m *mcp.Manager, def agents.Definition) []string {
 			if c, err = parsed[srv.Name].Resolve(os.LookupEnv); err == nil {
 				err = m.Add(srv.Name, c)
 			}
+		}
+		if errors.Is(err, mcp.ErrConflict) {
+			warn(srv.Name, err.Error()+"; the configured server is used")
+			names = append(names, srv.Name)
+			continue
 		}
 		if err != nil {
 			warn(srv.Name, err.Error())

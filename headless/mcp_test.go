@@ -183,6 +183,7 @@ func TestRunMCPSubagents(t *testing.T) {
 		"listed":     "tools: Read, mcp__t__echo",
 		"whole":      "tools: Read, mcp__t",
 		"denied":     "disallowedTools: mcp__t__echo",
+		"clash":      "tools: Read\nmcpServers:\n  - t: {command: something-else}",
 	}
 	tests := []struct {
 		agent   string
@@ -195,6 +196,7 @@ func TestRunMCPSubagents(t *testing.T) {
 		{agent: "listed", want: "has echo"},
 		{agent: "whole", want: "has echo"},
 		{agent: "denied", want: "no echo"},
+		{agent: "clash", want: "has echo"}, // the configured t wins over the file's own t
 		{agent: "inline", want: "no echo"},
 		{agent: "inline", trusted: true, want: "has own echo"},
 	}
