@@ -86,7 +86,7 @@ type server struct {
 	tools   []*Tool
 	stop    func()
 	err     error
-	// lost is set when a call finds the connection closed.
+	// lost is set when a call fails in the transport (the server is gone).
 	lostMu sync.Mutex
 	lost   error
 }
