@@ -6,7 +6,7 @@ BIN     := bin/stoke
 PKGS    := ./...
 FUZZTIME ?= 3s
 
-.PHONY: all build test unit e2e sdk-deps sdk-test fuzz bench demo lint clean
+.PHONY: all build test unit e2e sdk-deps sdk-test mcp-deps fuzz bench demo lint clean
 
 all: build
 
@@ -16,14 +16,14 @@ build:
 # Everything CI runs: vet, staticcheck, the Claude Agent SDK suite, the race-enabled tests
 # of every other package (e2e included), and short fuzz runs of the readers of untrusted
 # input.
-test: lint sdk-test
+test: lint sdk-test mcp-deps
 	$(GO) test -race -count=1 -shuffle=on $$($(GO) list $(PKGS) | grep -v /e2e/sdk$$)
 	$(MAKE) fuzz
 
 unit:
 	$(GO) test -race -count=1 -shuffle=on $$($(GO) list ./... | grep -v /e2e)
 
-e2e:
+e2e: mcp-deps
 	$(GO) test -race -count=1 ./e2e/...
 
 # The Claude Agent SDK suite (e2e/sdk): node's test runner drives the built stoke through
@@ -42,6 +42,18 @@ sdk-deps: $(SDK_STAMP)
 
 sdk-test: sdk-deps
 	$(GO) test -race -count=1 ./$(SDK_DIR)/
+
+# Real MCP servers for the e2e scripts mcp_*.txtar (@modelcontextprotocol/server-everything
+# and server-filesystem), installed from the npm registry into e2e/mcp/node_modules at
+# the versions package-lock.json pins (again only when the lock changes). Needs node 20+.
+MCP_DIR   := e2e/mcp
+MCP_STAMP := $(MCP_DIR)/node_modules/.stoke-installed
+
+$(MCP_STAMP): $(MCP_DIR)/package.json $(MCP_DIR)/package-lock.json
+	cd $(MCP_DIR) && npm ci --omit=optional --no-audit --no-fund
+	touch $@
+
+mcp-deps: $(MCP_STAMP)
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecoder$$' -fuzztime $(FUZZTIME) ./streamjson

@@ -179,6 +179,8 @@ type frontMatter struct {
 	PermissionMode  string       `yaml:"permissionMode"`
 	Hooks           hooks.Config `yaml:"hooks"`
 	Isolation       string       `yaml:"isolation"`
+
+	MCPServers mcpServerList `yaml:"mcpServers"` // defmcp.go
 }
 
 // ParseDefinition parses one definition file; source (its path) becomes Source. The
@@ -202,6 +204,7 @@ func ParseDefinition(source string, data []byte) (Definition, error) {
 		Hooks:           fm.Hooks,
 		HasHooks:        fm.Hooks.Len() > 0,
 		Isolation:       strings.TrimSpace(fm.Isolation),
+		MCPServers:      fm.MCPServers,
 		Source:          source,
 	}
 	switch {

@@ -35,6 +35,9 @@ type Definition struct {
 	Isolation string
 	// RaisesApproval: the agent runs with more permission than the parent (never kept resident).
 	RaisesApproval bool
+	// MCPServers are the MCP servers the agent names (mcpServers): configured ones by
+	// name, or its own inline. Their tools are added to its tool set.
+	MCPServers []MCPServer
 	// Source is the file it came from ("built-in" for built-ins).
 	Source string
 }

@@ -49,6 +49,7 @@ func normalizeArgs(root *cobra.Command, args []string, env argEnv) ([]string, er
 			more[cf.name] = cf.more
 		}
 	}
+	more["mcp-config"] = moreConfigs // declared with the MCP flags (mcp.go)
 	out := make([]string, 0, len(args)+2)
 	prompts := 0 // --prompt given, by -p WORD or --prompt itself
 	for i := 0; i < len(args); i++ {

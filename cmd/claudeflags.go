@@ -102,8 +102,6 @@ func claudeFlags() []claudeFlag {
 		{name: "managed-settings", typ: flagString, ignored: "stoke has no managed settings"},
 		{name: "managed-settings-in-initialize", typ: flagBool, ignored: "stoke has no managed settings"},
 		{name: "initialize-fields", typ: flagString, ignored: "stoke reads no settings from the initialize request"},
-		{name: "mcp-config", typ: flagList, more: moreConfigs, ignored: "stoke has no MCP client"},
-		{name: "strict-mcp-config", typ: flagBool, ignored: "stoke has no MCP client"},
 		{name: "add-dir", typ: flagList, more: moreDirs, ignored: "the workspace tools work in the working directory only",
 			instead: "run stoke in a directory that holds everything the run needs"},
 		{name: "fallback-model", typ: flagString, ignored: "stoke has no fallback model; the provider's own retries apply"},

@@ -77,6 +77,9 @@ type Config struct {
 	// viper, whose key paths would split model names like gpt-4.1 at the dot).
 	Prices map[string]price.Price `mapstructure:"-"`
 	Hooks  hooks.Config           `mapstructure:"-"`
+	// MCPServers is mcp-servers (home settings; a project's only when it is trusted).
+	MCPServers   map[string]any `mapstructure:"-"`
+	TrustProject bool           `mapstructure:"-"` // --trust-project, STOKE_TRUST_PROJECT
 
 	// sources names, per key, where the value in use came from: "--model", "STOKE_MODEL",
 	// a settings file path. Keys left at their defaults are absent.
@@ -157,6 +160,7 @@ func settings() []setting {
 		{key: "trace-file", kind: kindString, flag: true},
 		{key: "prices", kind: kindMap},
 		{key: "hooks", kind: kindMap},
+		{key: "mcp-servers", kind: kindMap},
 	}
 }
 
@@ -211,6 +215,11 @@ func loadConfig(v *viper.Viper, in configInput) (*Config, []ignoredKey, error) {
 		return nil, nil, err
 	}
 
+	trusted, err := boolFromFlagOrEnv(in, "trust-project")
+	if err != nil {
+		return nil, nil, err
+	}
+
 	files := []string{filepath.Join(in.home, settingsFile)}
 	if project := filepath.Join(in.cwd, ".stoke", settingsFile); !bare && project != files[0] {
 		files = append(files, project)
@@ -222,6 +231,10 @@ func loadConfig(v *viper.Viper, in configInput) (*Config, []ignoredKey, error) {
 			return nil, nil, err
 		}
 		ignored = append(ignored, drop...)
+		if _, ok := m["mcp-servers"]; ok && path != files[0] && !trusted {
+			delete(m, "mcp-servers") // servers are commands: a project's count only when trusted
+			ignored = append(ignored, ignoredKey{path, "mcp-servers", "the project is not trusted (--trust-project)"})
+		}
 		for k := range m {
 			sources[k] = path
 		}
@@ -312,6 +325,7 @@ func loadConfig(v *viper.Viper, in configInput) (*Config, []ignoredKey, error) {
 		}
 		cfg.Hooks = hc
 	}
+	cfg.MCPServers, cfg.TrustProject = structured["mcp-servers"], trusted
 	cfg.sources = sources
 	return &cfg, ignored, nil
 }

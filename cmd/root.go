@@ -183,6 +183,7 @@ api-key in a settings file.`,
 	})
 
 	addRunFlags(cmd.Flags())
+	addMCPFlags(cmd.Flags())
 	addClaudeFlags(cmd.Flags())
 
 	cmd.AddCommand(NewCmdVersion(deps))

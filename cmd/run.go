@@ -64,6 +64,10 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, args []strin
 	if err != nil {
 		return err
 	}
+	mcpOpts, err := mcpOptions(flags, cfg, deps.LookupEnv, cwd, logger)
+	if err != nil {
+		return err
+	}
 
 	sessionID := cfg.SessionID
 	if sessionID == "" && cfg.Resume == "" && !cfg.Continue {
@@ -94,6 +98,7 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, args []strin
 		Bare:             cfg.Bare,
 		Prices:           price.Default().With(cfg.Prices),
 		Hooks:            cfg.Hooks,
+		MCP:              mcpOpts,
 		SDK:              claude.sdk,
 	}
 	if claude.noPersistence && cfg.Resume == "" && !cfg.Continue {

@@ -106,6 +106,7 @@ func commands() map[string]scriptCmd {
 		"jsonl":       cmdJSONL,
 		"validstream": cmdValidStream,
 		"exitcode":    cmdExitCode,
+		"mcpserve":    cmdMCPServe, // mcpservers_test.go
 	}
 }
 

@@ -118,6 +118,7 @@ func TestScripts(t *testing.T) {
 		RequireUniqueNames:  true,
 		UpdateScripts:       *update,
 		Setup:               setup,
+		Condition:           condition,
 		Cmds:                commands(),
 	})
 }
@@ -153,6 +154,7 @@ func setup(env *testscript.Env) error {
 	env.Setenv("NONCE_A", "NONCE-A"+randomHex())
 	env.Setenv("NONCE_B", "NONCE-B"+randomHex())
 	env.Values[mockKey{}] = &mockState{}
+	setupMCP(env) // $MCP_BIN (mcpservers_test.go)
 	return nil
 }
 

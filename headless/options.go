@@ -75,6 +75,8 @@ type Options struct {
 	Prices price.Table
 	// Bare skips project settings and the post-restore reminder.
 	Bare bool
+	// MCP configures the MCP servers (mcp.go).
+	MCP MCPOptions
 	// SDK holds the Claude Code options a Claude Agent SDK host passes (sdk.go).
 	SDK SDKOptions
 }

@@ -116,6 +116,7 @@ type session struct {
 	wroteFinal  bool
 
 	sdk *sdkState // the SDK host's side: control requests, hooks, states (sdk.go)
+	mcp *mcpState // the MCP servers (mcp.go)
 }
 
 func newSession(ctx context.Context, opts Options, cp *controlPlane) (*session, error) {
@@ -185,7 +186,8 @@ func newSession(ctx context.Context, opts Options, cp *controlPlane) (*session, 
 			s.reminder = &r
 		}
 	}
-	wsTools := s.parentWorkspaceTools(ws) // --tools, --disallowedTools (sdk_approve.go)
+	s.mcp = s.startMCP(ctx, s.reg.Catalog())
+	wsTools := append(s.parentWorkspaceTools(ws), s.parentMCPTools(ws)...) // --tools, --disallowedTools (sdk_approve.go)
 	parentTools := s.hookedTools(tools.NewSet(append(agents.TaskTools(s.reg), wsTools...)...))
 	var store agents.ChatStore
 	if s.store != nil {
@@ -210,6 +212,7 @@ func newSession(ctx context.Context, opts Options, cp *controlPlane) (*session, 
 	init.CWD, init.Model, init.Tools = opts.CWD, opts.ModelName, parentTools.Names()
 	init.Agents = s.reg.Catalog().Names()
 	init.PermissionMode = permissionMode(opts.ApprovalMode)
+	init.MCPServers = s.mcpStatuses()
 	init.StokeVersion = opts.Version
 	s.emit(init)
 	if cp != nil {
@@ -248,6 +251,7 @@ func (s *session) emit(ev streamjson.Event) {
 
 func (s *session) close() {
 	s.reg.Shutdown()
+	s.mcp.close()
 	if s.store != nil {
 		_ = s.store.Close()
 	}

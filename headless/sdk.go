@@ -148,7 +148,7 @@ func applyInitialize(opts *Options, raw json.RawMessage) (map[string][]hookMatch
 		opts.Logger.Warn("initialize: jsonSchema ignored: stoke has no structured output")
 	}
 	if len(req.SDKMCPServers) > 0 {
-		opts.Logger.Warn("initialize: in-process MCP servers ignored: stoke has no MCP client", "servers", strings.Join(req.SDKMCPServers, ","))
+		opts.Logger.Warn("initialize: in-process (sdk) MCP servers ignored: not supported yet", "servers", strings.Join(req.SDKMCPServers, ","))
 	}
 	return req.Hooks, nil
 }

@@ -172,7 +172,7 @@ func parseRule(r string) permissionRule {
 // with "dir/*" or "dir/**").
 func (r permissionRule) matches(call tools.Call) bool {
 	if r.tool != call.Name {
-		return false
+		return r.arg == "" && mcpRuleMatches(r.tool, call.Name) // mcp__server, mcp__server__*
 	}
 	if r.arg == "" || r.arg == "*" {
 		return true

@@ -3,9 +3,11 @@ package headless
 import (
 	"context"
 	"slices"
+	"strings"
 
 	"github.com/stoke-cli/stoke/agents"
 	"github.com/stoke-cli/stoke/agents/hooks"
+	"github.com/stoke-cli/stoke/agents/mcp"
 	"github.com/stoke-cli/stoke/agents/tools"
 )
 
@@ -63,6 +65,8 @@ func (s *session) subagentTools(ws *tools.Workspace, opts []tools.Option) func(a
 			}
 		}
 		ts, unknown := w.Tools(def.Tools)
+		ts = append(ts, s.mcpTools(def, w)...) // MCP tools (mcp.go)
+		unknown = slices.DeleteFunc(unknown, func(n string) bool { return strings.HasPrefix(n, mcp.Prefix) })
 		if len(unknown) > 0 {
 			s.opts.Logger.Warn("agent tools not available", "subagent_type", def.Name, "tools", unknown)
 		}

@@ -10,12 +10,22 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// init checks a system/init line (§8.2: cwd, model, tools[], mcp_servers[], permissionMode).
+// init checks a system/init line (§8.2: cwd, model, tools[], mcp_servers[{name,status}],
+// permissionMode).
 func (v *validator) init(c *checker) {
 	c.nonEmpty("cwd")
 	c.nonEmpty("model")
 	c.stringList("tools")
-	c.list("mcp_servers")
+	if servers, ok := c.list("mcp_servers"); ok {
+		// The SDKs' McpServerStatus: {name, status}.
+		for i := range servers {
+			path := fmt.Sprintf("mcp_servers.%d", i)
+			if c.object(path) {
+				c.nonEmpty(path + ".name")
+				c.oneOf(path+".status", "connected", "failed", "pending", "needs-auth", "disabled")
+			}
+		}
+	}
 	c.nonEmpty("permissionMode")
 	if c.has("agents") {
 		c.stringList("agents")

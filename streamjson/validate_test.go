@@ -182,6 +182,10 @@ func TestValidate(t *testing.T) {
 		{name: "init tools not a list", stream: textStream, edits: []edit{set(1, "tools", "task")}, want: []at{{1, "init.tools"}}},
 		{name: "init tools not strings", stream: textStream, edits: []edit{setRaw(1, "tools", `["task",1]`)}, want: []at{{1, "init.tools.#"}}},
 		{name: "init without mcp_servers", stream: textStream, edits: []edit{del(1, "mcp_servers")}, want: []at{{1, "init.mcp_servers"}}},
+		{name: "init mcp_servers of names", stream: textStream, edits: []edit{setRaw(1, "mcp_servers", `["fs"]`)}, want: []at{{1, "init.mcp_servers.#"}}},
+		{name: "init mcp server without a name", stream: textStream, edits: []edit{setRaw(1, "mcp_servers", `[{"status":"connected"}]`)}, want: []at{{1, "init.mcp_servers.#.name"}}},
+		{name: "init mcp server status unknown", stream: textStream, edits: []edit{setRaw(1, "mcp_servers", `[{"name":"fs","status":"up"}]`)}, want: []at{{1, "init.mcp_servers.#.status"}}},
+		{name: "init mcp servers valid", stream: textStream, edits: []edit{setRaw(1, "mcp_servers", `[{"name":"fs","status":"connected"},{"name":"gh","status":"failed"},{"name":"x","status":"pending"}]`)}},
 		{name: "init permission_mode in snake_case", stream: textStream, edits: []edit{del(1, "permissionMode"), set(1, "permission_mode", "default")}, want: []at{{1, "init.permissionMode"}}},
 		{name: "init agents null", stream: textStream, edits: []edit{setRaw(1, "agents", "null")}, want: []at{{1, "init.agents"}}},
 

@@ -163,6 +163,14 @@ func (g gate) Run(ctx context.Context, call Call) Result {
 	return Result{Content: reason, IsError: true}
 }
 
+// Gate returns t under w's approval, as a tool of kind k: its calls run when the mode
+// allows them, are put to the Approver otherwise, and are refused (and reported to the
+// denial hook) when nobody approves them. It gates tools that come from elsewhere, such as
+// an MCP server's, which run like commands (KindExec).
+func (w *Workspace) Gate(t Tool, k Kind) Tool {
+	return gate{tool: t, kind: k, mode: w.mode, approver: w.approver, onDenial: w.onDenial}
+}
+
 // refusal is the message the model sees when mode refuses a call of kind k.
 func refusal(mode Mode, k Kind, name string) string {
 	if mode == ModePlan {
@@ -172,6 +180,9 @@ func refusal(mode Mode, k Kind, name string) string {
 	what := "file edits"
 	if k == KindExec {
 		flag, what = "--approval-mode yolo", "shell commands"
+		if name != NameShell {
+			what = "calls of " + name // an MCP tool (Workspace.Gate)
+		}
 	}
 	return fmt.Sprintf("%s needs approval, and nobody can approve it in this headless run (approval mode %s); it is refused. Rerun with %s to allow %s, or continue without it", name, mode, flag, what)
 }

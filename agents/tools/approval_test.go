@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/stoke-cli/stoke/agents/llm"
 )
 
 func TestParseMode(t *testing.T) {
@@ -232,5 +234,45 @@ func TestWithMode(t *testing.T) {
 	}
 	if _, err := w.WithMode("root"); !errors.Is(err, ErrUnknownMode) {
 		t.Errorf("WithMode(root) = %v", err)
+	}
+}
+
+// Workspace.Gate puts a tool from elsewhere (an MCP server's) under the workspace's
+// approval as a command: only yolo runs it by itself; default asks the Approver.
+func TestGate(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		mode     Mode
+		approver bool
+		wantRun  bool
+		wantText string
+	}{
+		{ModePlan, true, false, "not allowed in plan mode"},
+		{ModeDefault, false, false, "Rerun with --approval-mode yolo to allow calls of mcp__srv__do"},
+		{ModeAutoEdit, false, false, "needs approval"},
+		{ModeYolo, false, true, "done"},
+		{ModeDefault, true, true, "done"},
+	} {
+		t.Run(string(tc.mode), func(t *testing.T) {
+			t.Parallel()
+			var denials []Denial
+			var mu sync.Mutex
+			opts := []Option{WithDenialHook(func(d Denial) { mu.Lock(); denials = append(denials, d); mu.Unlock() })}
+			if tc.approver {
+				opts = append(opts, WithApprover(ApproverFunc(func(_ context.Context, c Call, k Kind) (bool, json.RawMessage, string) {
+					return k == KindExec && c.Name == "mcp__srv__do", nil, ""
+				})))
+			}
+			w := newWorkspace(t, tc.mode, nil, opts...)
+			ran := false
+			tool := Func{ToolSpec: llm.ToolSpec{Name: "mcp__srv__do", Parameters: json.RawMessage(`{"type":"object"}`)}, Fn: func(context.Context, Call) Result { ran = true; return Result{Content: "done"} }}
+			res := NewSet(w.Gate(tool, KindExec)).Run(t.Context(), Call{ID: "c1", Name: "mcp__srv__do", Input: []byte(`{}`)})
+			if ran != tc.wantRun || !strings.Contains(res.Content, tc.wantText) || res.IsError == tc.wantRun {
+				t.Errorf("ran=%v result=%+v, want ran=%v and %q", ran, res, tc.wantRun, tc.wantText)
+			}
+			if (len(denials) == 1) == tc.wantRun {
+				t.Errorf("denials = %+v", denials)
+			}
+		})
 	}
 }

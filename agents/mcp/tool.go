@@ -1,0 +1,165 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/tools"
+)
+
+// Prefix starts the name of every MCP tool: mcp__<server>__<tool>.
+const Prefix = "mcp__"
+
+// maxResultChars bounds the text of one tool result the model sees (about 25,000 tokens,
+// Claude Code's default for MCP output).
+const maxResultChars = 100_000
+
+// ToolName is the name the model sees for tool of server: mcp__<server>__<tool>, with
+// every character other than ASCII letters, digits, _ and - replaced by _ (the names
+// model APIs accept).
+func ToolName(server, tool string) string {
+	return Prefix + sanitize(server) + "__" + sanitize(tool)
+}
+
+// ServerPrefix is the start of the names of server's tools: mcp__<server>__.
+func ServerPrefix(server string) string { return Prefix + sanitize(server) + "__" }
+
+func sanitize(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-':
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+// Tool is one tool of a connected server, as a tools.Tool. It is not gated: the caller
+// wraps it in the approval of command-running tools.
+type Tool struct {
+	server  *server
+	session *sdk.ClientSession
+	name    string // the server's name for it
+	spec    llm.ToolSpec
+}
+
+func newTool(s *server, session *sdk.ClientSession, t *sdk.Tool) *Tool {
+	desc := t.Description
+	if desc == "" {
+		desc = t.Title
+	}
+	return &Tool{server: s, session: session, name: t.Name, spec: llm.ToolSpec{
+		Name:        ToolName(s.name, t.Name),
+		Description: desc,
+		Parameters:  inputSchema(t.InputSchema),
+	}}
+}
+
+// Server is the name of the tool's server.
+func (t *Tool) Server() string { return t.server.name }
+
+// Spec implements tools.Tool: the server's description and input schema.
+func (t *Tool) Spec() llm.ToolSpec { return t.spec }
+
+// Run implements tools.Tool: one tools/call. What the tool reports as an error
+// (isError) and what goes wrong on the way (the server is gone, the call timed out) are
+// both error results the model sees; neither fails the run.
+func (t *Tool) Run(ctx context.Context, call tools.Call) tools.Result {
+	args := json.RawMessage(call.Input)
+	if len(args) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	res, err := t.session.CallTool(ctx, &sdk.CallToolParams{Name: t.name, Arguments: args})
+	if err != nil {
+		var answered *jsonrpc.Error
+		if !errors.As(err, &answered) && ctx.Err() == nil {
+			t.server.markLost(err) // not an answer from the server: the transport failed
+		}
+		msg := redact(err.Error(), t.server.conf.secrets())
+		if ctx.Err() != nil {
+			msg = fmt.Sprintf("cancelled: %v", context.Cause(ctx))
+		}
+		return tools.Errorf("MCP server %q: %s failed: %s", t.server.name, t.name, msg)
+	}
+	return tools.Result{Content: resultText(res), IsError: res.IsError}
+}
+
+// inputSchema is the schema the model is given: the server's, without a $schema key
+// (model APIs and our validator want plain draft 2020-12 objects), or an empty object
+// schema when the server sent none.
+func inputSchema(s any) json.RawMessage {
+	m, ok := s.(map[string]any)
+	if !ok || len(m) == 0 {
+		return json.RawMessage(`{"type":"object","properties":{}}`)
+	}
+	c := make(map[string]any, len(m))
+	for k, v := range m {
+		if k != "$schema" {
+			c[k] = v
+		}
+	}
+	if _, ok := c["type"]; !ok {
+		c["type"] = "object"
+	}
+	data, err := json.Marshal(c)
+	if err != nil {
+		return json.RawMessage(`{"type":"object","properties":{}}`)
+	}
+	return data
+}
+
+// resultText renders a call's content as the text of a tool result: text as it is,
+// embedded text resources by their text, and a one-line note for what a text result
+// cannot hold (images, audio, binary resources, links). A result with structured content
+// only is its JSON.
+func resultText(res *sdk.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		switch c := c.(type) {
+		case *sdk.TextContent:
+			parts = append(parts, c.Text)
+		case *sdk.ImageContent:
+			parts = append(parts, fmt.Sprintf("[image: %s, %d bytes]", c.MIMEType, len(c.Data)))
+		case *sdk.AudioContent:
+			parts = append(parts, fmt.Sprintf("[audio: %s, %d bytes]", c.MIMEType, len(c.Data)))
+		case *sdk.ResourceLink:
+			parts = append(parts, fmt.Sprintf("[resource link: %s %s]", c.URI, c.Name))
+		case *sdk.EmbeddedResource:
+			switch r := c.Resource; {
+			case r == nil:
+			case r.Text != "":
+				parts = append(parts, r.Text)
+			default:
+				parts = append(parts, fmt.Sprintf("[resource: %s, %s, %d bytes]", r.URI, r.MIMEType, len(r.Blob)))
+			}
+		default:
+			if data, err := json.Marshal(c); err == nil {
+				parts = append(parts, string(data))
+			}
+		}
+	}
+	if len(parts) == 0 && res.StructuredContent != nil {
+		if data, err := json.Marshal(res.StructuredContent); err == nil {
+			parts = append(parts, string(data))
+		}
+	}
+	text := strings.Join(parts, "\n")
+	if len(text) > maxResultChars {
+		cut := maxResultChars
+		for cut > 0 && !utf8Start(text[cut]) {
+			cut--
+		}
+		text = text[:cut] + fmt.Sprintf("\n[output truncated: %d of %d bytes shown]", cut, len(text))
+	}
+	return text
+}
+
+// utf8Start reports whether b can start a UTF-8 sequence.
+func utf8Start(b byte) bool { return b&0xC0 != 0x80 }

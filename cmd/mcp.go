@@ -1,0 +1,62 @@
+package cmd
+
+import (
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/stoke-cli/stoke/agents/mcp"
+	"github.com/stoke-cli/stoke/headless"
+)
+
+// addMCPFlags declares the MCP flags (docs/mcp.md). --trust-project is read by
+// loadConfig too: a project's mcp-servers setting counts only when it is trusted.
+func addMCPFlags(f *pflag.FlagSet) {
+	f.StringArray("mcp-config", nil, `MCP servers from a JSON `+"`FILE`"+` or JSON text, {"mcpServers": {...}} as Claude Code writes it (repeatable)`)
+	f.Bool("strict-mcp-config", false, "use only the MCP servers of --mcp-config")
+	f.Bool("trust-project", false, "trust the project: start the MCP servers of its .mcp.json, settings and agent files")
+}
+
+// mcpOptions gathers the run's MCP servers: the mcp-servers settings, the project's
+// .mcp.json when it is trusted (--trust-project or STOKE_TRUST_PROJECT) and not --bare,
+// and --mcp-config (or STOKE_MCP_CONFIG); only the last with --strict-mcp-config (or
+// STOKE_STRICT_MCP_CONFIG). MCP_TIMEOUT (milliseconds, as Claude Code reads it) bounds
+// each server's start. A bad --mcp-config or setting is a usage error; what is skipped
+// is logged.
+func mcpOptions(flags *pflag.FlagSet, cfg *Config, lookupEnv func(string) (string, bool), cwd string, logger *slog.Logger) (headless.MCPOptions, error) {
+	in := configInput{flags: flags, lookupEnv: lookupEnv}
+	strict, err := boolFromFlagOrEnv(in, "strict-mcp-config")
+	if err != nil {
+		return headless.MCPOptions{}, err
+	}
+	configs, _ := flags.GetStringArray("mcp-config")
+	if v, ok := lookupEnv(envName("mcp-config")); ok && len(configs) == 0 && v != "" {
+		configs = []string{v}
+	}
+	project := cwd
+	if cfg.Bare {
+		project = ""
+	}
+	servers, warnings, err := mcp.Load(mcp.LoadInput{
+		Configs: configs, WorkDir: cwd, Strict: strict,
+		Settings: cfg.MCPServers, SettingsSource: cfg.sources["mcp-servers"],
+		ProjectDir: project, Trusted: cfg.TrustProject, LookupEnv: lookupEnv,
+	})
+	if err != nil {
+		return headless.MCPOptions{}, usageErrorf("MCP configuration: %v", err)
+	}
+	for _, w := range warnings {
+		logger.Warn("MCP configuration", "warning", w)
+	}
+	opts := headless.MCPOptions{Servers: servers, Strict: strict, TrustProject: cfg.TrustProject}
+	if v, ok := lookupEnv("MCP_TIMEOUT"); ok && v != "" {
+		ms, err := strconv.Atoi(v)
+		if err != nil || ms <= 0 {
+			return headless.MCPOptions{}, usageErrorf("MCP_TIMEOUT=%q: want a number of milliseconds", v)
+		}
+		opts.StartTimeout = time.Duration(ms) * time.Millisecond
+	}
+	return opts, nil
+}
