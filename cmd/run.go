@@ -43,7 +43,7 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, runF RunFunc
 	}
 	logger := slog.New(slog.NewTextHandler(deps.ErrOut, &slog.HandlerOptions{Level: level}))
 	for _, k := range ignored {
-		logger.Warn("settings key ignored", "file", k.file, "key", k.key, "reason", k.reason)
+		k.log(logger)
 	}
 	claude.log(logger)
 	if cfg.Scenario != "" && cfg.Provider != providerScripted {
@@ -86,6 +86,8 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, runF RunFunc
 		MaxRetained:      maxRetained,
 		BackgroundAgents: !cfg.NoBackgroundAgents,
 		Bare:             cfg.Bare,
+		TrustProject:     cfg.Trusted,
+		Secrets:          cfg.secretsPolicy(deps.LookupEnv),
 		Prices:           price.Default().With(cfg.Prices),
 		Hooks:            cfg.Hooks,
 		SDK:              claude.sdk,

@@ -56,7 +56,7 @@ func New(c Config) *Policy {
 		case d == "":
 		case strings.ContainsAny(d, `*?[\`):
 			p.patterns = append(p.patterns, d)
-		default:
+		case !slices.Contains(p.names, d):
 			p.names = append(p.names, d)
 		}
 	}
