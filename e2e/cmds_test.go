@@ -3,28 +3,30 @@ package e2e
 // Custom testscript commands for the e2e scripts. Flags come before the positional
 // arguments. "!" marks the commands that accept negation.
 //
-// mockllm [-key K] [-fail-first N:STATUS] [-cut-after N] [-cached N] SCENARIO_FILE
+// mockllm [-name NAME] [-key K] [-fail-first N:STATUS] [-cut-after N] [-cached N] SCENARIO_FILE
 //
 //	Starts an OpenAI-compatible server on loopback (package e2e/mockllm), answering from
 //	the scripted provider playing SCENARIO_FILE (relative to the current directory, so a
 //	scenario inside the txtar archive works). It runs for the rest of the script and is
 //	closed at its end. Sets $MOCK_URL to its base URL (ending in /v1). Options:
+//	  -name NAME          a second server beside the first: $MOCK_URL_<NAME> (upper case);
+//	                      mockreqs -name NAME counts its requests
 //	  -key K              require "Authorization: Bearer K" (else 401)
 //	  -fail-first N:STATUS answer the first N requests with HTTP STATUS and an OpenAI error body
 //	  -cut-after N        cut every stream after N chunk lines (no finish_reason, no [DONE])
 //	  -cached N           report N as usage.prompt_tokens_details.cached_tokens
-//	A second mockllm in the same script closes the first and replaces it.
+//	A second mockllm of the same name in the same script closes the first and replaces it.
 //
 //	  mockllm -fail-first 1:500 scenario.yaml
 //	  env OPENAI_API_KEY=sk-test
 //	  exec stoke -p hi --provider openai --base-url $MOCK_URL
 //
-// [!] mockreqs N
-// mockreqs -dump FILE
+// [!] mockreqs [-name NAME] N
+// mockreqs [-name NAME] -dump FILE
 //
-//	The first form asserts that the mock received exactly N requests (any outcome); with
-//	"!", any other number. The second writes every request body received so far, one
-//	compact JSON object per line, to FILE, for later jsonl checks:
+//	The first form asserts that the mock (the one named NAME) received exactly N requests
+//	(any outcome); with "!", any other number. The second writes every request body
+//	received so far, one compact JSON object per line, to FILE, for later jsonl checks:
 //
 //	  mockreqs 2
 //	  mockreqs -dump reqs.jsonl
@@ -55,6 +57,13 @@ package e2e
 //	Runs streamjson.Validate (the stoke stream-JSON compatibility checker) over FILE or
 //	stdout; -multi allows one result per turn (output of --input-format stream-json).
 //	"!" asserts that the stream is invalid.
+//
+// expandenv FILE...
+//
+//	Replaces $VAR and ${VAR} in each file with the script's environment, in place: a
+//	settings file in the archive can name $MOCK_URL or $WORK.
+//
+//	  expandenv repo/.stoke/settings.yaml
 //
 // exitcode N PROGRAM [ARGS...]
 //
@@ -92,6 +101,7 @@ func commands() map[string]scriptCmd {
 		"mockreqs":    cmdMockReqs,
 		"jsonl":       cmdJSONL,
 		"validstream": cmdValidStream,
+		"expandenv":   cmdExpandEnv,
 		"exitcode":    cmdExitCode,
 	}
 }
@@ -99,9 +109,9 @@ func commands() map[string]scriptCmd {
 // mockKey keys the script's *mockState in testscript's per-script values.
 type mockKey struct{}
 
-// mockState is the mock server of one script (nil until mockllm runs).
+// mockState is the mock servers of one script, by -name ("" for the first).
 type mockState struct {
-	srv *mockllm.Server
+	srvs map[string]*mockllm.Server
 }
 
 func mockOf(ts *testscript.TestScript) *mockState { return ts.Value(mockKey{}).(*mockState) }
@@ -118,12 +128,14 @@ func parseFlags(ts *testscript.TestScript, usage string, args []string, define f
 }
 
 func cmdMockLLM(ts *testscript.TestScript, neg bool, args []string) {
-	const usage = "mockllm [-key K] [-fail-first N:STATUS] [-cut-after N] [-cached N] SCENARIO_FILE"
+	const usage = "mockllm [-name NAME] [-key K] [-fail-first N:STATUS] [-cut-after N] [-cached N] SCENARIO_FILE"
 	if neg {
 		ts.Fatalf("unsupported: ! mockllm")
 	}
 	var opts []mockllm.Option
+	var name string
 	rest := parseFlags(ts, usage, args, func(fs *flag.FlagSet) {
+		fs.StringVar(&name, "name", "", "a second server")
 		fs.Func("key", "required API key", func(s string) error {
 			opts = append(opts, mockllm.WithAPIKey(s))
 			return nil
@@ -164,25 +176,34 @@ func cmdMockLLM(ts *testscript.TestScript, neg bool, args []string) {
 	model, err := scripted.Open(ts.MkAbs(rest[0]))
 	ts.Check(err)
 	st := mockOf(ts)
-	if st.srv != nil {
-		st.srv.Close()
+	if st.srvs == nil {
+		st.srvs = map[string]*mockllm.Server{}
 	}
-	st.srv = mockllm.New(model, opts...)
-	ts.Defer(st.srv.Close)
-	ts.Setenv("MOCK_URL", st.srv.URL())
+	if old := st.srvs[name]; old != nil {
+		old.Close()
+	}
+	srv := mockllm.New(model, opts...)
+	st.srvs[name] = srv
+	ts.Defer(srv.Close)
+	urlVar := "MOCK_URL"
+	if name != "" {
+		urlVar += "_" + strings.ToUpper(name)
+	}
+	ts.Setenv(urlVar, srv.URL())
 }
 
 func cmdMockReqs(ts *testscript.TestScript, neg bool, args []string) {
-	const usage = "mockreqs N | mockreqs -dump FILE"
-	var dump string
+	const usage = "mockreqs [-name NAME] N | mockreqs [-name NAME] -dump FILE"
+	var dump, name string
 	rest := parseFlags(ts, usage, args, func(fs *flag.FlagSet) {
 		fs.StringVar(&dump, "dump", "", "write the request bodies as JSONL to `FILE`")
+		fs.StringVar(&name, "name", "", "the server started with mockllm -name")
 	})
-	st := mockOf(ts)
-	if st.srv == nil {
-		ts.Fatalf("mockreqs: no mockllm running")
+	srv := mockOf(ts).srvs[name]
+	if srv == nil {
+		ts.Fatalf("mockreqs: no mockllm %q running", name)
 	}
-	reqs := st.srv.Requests()
+	reqs := srv.Requests()
 	if dump != "" {
 		if neg || len(rest) != 0 {
 			ts.Fatalf("usage: %s", usage)
@@ -299,6 +320,15 @@ func cmdValidStream(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("%s is not a valid stream: %v", rest[0], err)
 	case err == nil && neg:
 		ts.Fatalf("%s is a valid stream, want an invalid one", rest[0])
+	}
+}
+
+func cmdExpandEnv(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) == 0 {
+		ts.Fatalf("usage: expandenv FILE...")
+	}
+	for _, f := range args {
+		ts.Check(os.WriteFile(ts.MkAbs(f), []byte(os.Expand(ts.ReadFile(f), ts.Getenv)), 0o644))
 	}
 }
 
