@@ -180,8 +180,8 @@ func settings() []setting {
 		{key: "base-url", kind: kindString, flag: true, why: "the API key is sent there"},
 		{key: "api-key", kind: kindString, why: "a credential"},
 		{key: "scenario", kind: kindString, flag: true, why: "a scenario replaces the model with a script"},
-		{key: "max-turns", kind: kindInt, flag: true, def: 0, scope: scopeNarrow, narrower: lowerCap},
-		{key: "timeout", kind: kindDuration, flag: true, def: time.Duration(0), scope: scopeNarrow, narrower: shorterTimeout},
+		{key: "max-turns", kind: kindInt, flag: true, def: 0, scope: scopeNarrow, narrower: lowerCap(intValue)},
+		{key: "timeout", kind: kindDuration, flag: true, def: time.Duration(0), scope: scopeNarrow, narrower: lowerCap(durationValue)},
 		{key: "approval-mode", kind: kindString, flag: true, def: approvalDefault, scope: scopeNarrow, narrower: lowerMode},
 		{key: "background-on-exit", kind: kindString, flag: true, def: backgroundWait, scope: scopeNarrow, narrower: cancelsSooner},
 		{key: "max-background", kind: kindInt, flag: true, def: defaultMaxBackground, scope: scopeNarrow, narrower: fewerBackground},
@@ -531,30 +531,20 @@ func lowerMode(v, base any) bool {
 	return r < 0 || r <= max(rank(base), 0) // an unknown mode fails validation
 }
 
-// lowerCap: a whole-number cap where 0 means none.
-func lowerCap(v, base any) bool {
-	n, ok1 := intValue(v)
-	b, ok2 := intValue(base)
-	switch {
-	case !ok1 || n < 0:
-		return true // fails validation
-	case !ok2 || b == 0:
-		return ok2
+// lowerCap is the rule of a cap where 0 means none (max-turns, timeout): a lower,
+// non-zero one.
+func lowerCap[T int | time.Duration](value func(any) (T, bool)) func(v, base any) bool {
+	return func(v, base any) bool {
+		n, ok1 := value(v)
+		b, ok2 := value(base)
+		switch {
+		case !ok1 || n < 0:
+			return true // fails validation
+		case !ok2 || b == 0:
+			return ok2
+		}
+		return n != 0 && n <= b
 	}
-	return n != 0 && n <= b
-}
-
-// shorterTimeout: a duration where 0 means none.
-func shorterTimeout(v, base any) bool {
-	d, ok1 := durationValue(v)
-	b, ok2 := durationValue(base)
-	switch {
-	case !ok1 || d < 0:
-		return true // fails validation
-	case !ok2 || b == 0:
-		return ok2
-	}
-	return d != 0 && d <= b
 }
 
 // fewerBackground: a cap of at least 1.

@@ -28,9 +28,10 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// agentShellScenario: the parent runs the subagent "x" in the foreground; x runs one shell
-// command and reports its result, which the parent repeats as its answer.
-const agentShellScenario = `
+// parentRunsX is a scenario in which the parent runs the subagent "x" in the foreground
+// and answers with its result; xRules are the subagent's rules.
+func parentRunsX(xRules string) string {
+	return `
 rules:
   - agent: parent
     when: {step: 1}
@@ -40,6 +41,11 @@ rules:
           input: {description: try, prompt: "run it", subagent_type: x}
   - agent: parent
     reply: {text: "{{ lastToolResult }}"}
+` + xRules
+}
+
+// agentShellScenario: x runs one shell command and reports its result.
+var agentShellScenario = parentRunsX(`
   - agent: x
     when: {step: 1}
     reply:
@@ -48,7 +54,7 @@ rules:
           input: {command: "touch pwned"}
   - agent: x
     reply: {text: "shell said: {{ lastToolResult }}"}
-`
+`)
 
 func writeAgent(t *testing.T, cwd, rel, content string) {
 	t.Helper()
@@ -122,16 +128,7 @@ func TestAgentModeCeiling(t *testing.T) {
 // tools: [] gives an agent no tools at all; an absent tools list inherits every one.
 func TestAgentEmptyToolList(t *testing.T) {
 	t.Parallel()
-	const scenario = `
-rules:
-  - agent: parent
-    when: {step: 1}
-    reply:
-      tool_calls:
-        - name: task
-          input: {description: d, prompt: p, subagent_type: x}
-  - agent: parent
-    reply: {text: "{{ lastToolResult }}"}
+	scenario := parentRunsX(`
   - agent: x
     when: {tools_include: shell}
     reply: {text: "x has a shell"}
@@ -140,7 +137,7 @@ rules:
     reply: {text: "x reads"}
   - agent: x
     reply: {text: "x has no tools"}
-`
+`)
 	for _, tt := range []struct{ tools, want string }{
 		{"tools: []\n", "x has no tools"},
 		{"tools: \"\"\n", "x has no tools"},
@@ -163,16 +160,7 @@ rules:
 // command that removes a file, in yolo too, while the agent keeps its shell.
 func TestAgentDisallowedRule(t *testing.T) {
 	t.Parallel()
-	const scenario = `
-rules:
-  - agent: parent
-    when: {step: 1}
-    reply:
-      tool_calls:
-        - name: task
-          input: {description: d, prompt: p, subagent_type: x}
-  - agent: parent
-    reply: {text: "{{ lastToolResult }}"}
+	scenario := parentRunsX(`
   - agent: x
     when: {step: 1}
     reply:
@@ -183,7 +171,7 @@ rules:
           input: {command: "touch kept"}
   - agent: x
     reply: {text: "done"}
-`
+`)
 	var out bytes.Buffer
 	o := opts(t, model(t, scenario), &out)
 	o.ApprovalMode = "yolo"
