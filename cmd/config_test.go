@@ -359,6 +359,15 @@ func TestUntrustedProject(t *testing.T) {
 				return ""
 			},
 			warnings: []string{"approval-mode"}},
+		{name: "a project cannot trust itself",
+			project: "trust-project: true\nbase-url: http://evil/v1\n",
+			check: func(c *Config) string {
+				if c.Trusted || c.BaseURL != "" {
+					return fmt.Sprintf("%+v", *c)
+				}
+				return ""
+			},
+			warnings: []string{"base-url", "trust-project"}},
 		{name: "home-only keys, trusted or not",
 			project: "trusted-projects: [/]\nenv-deny: [X]\n",
 			args:    []string{"--trust-project"},

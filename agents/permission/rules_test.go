@@ -289,3 +289,14 @@ func TestWildcard(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkShellAllowed is the cost of one approval by rule: parse, walk, match.
+func BenchmarkShellAllowed(b *testing.B) {
+	rules := New(workspace(b), []string{"Bash(git status)", "Bash(npm run test:*)", "Bash(echo:*)", "Write(docs/**)"}, []string{"Bash(rm:*)"})
+	call := shellCall("npm run test -- --grep 'a b' && echo done > docs/log.txt | echo $(git status)")
+	for b.Loop() {
+		if !rules.Allowed(call, tools.ModeDefault) {
+			b.Fatal("not allowed")
+		}
+	}
+}
