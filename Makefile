@@ -15,7 +15,7 @@ build:
 
 # Everything CI runs: vet, staticcheck, the Claude Agent SDK suite, the race-enabled tests
 # of every other package (e2e included), and short fuzz runs of the readers of untrusted
-# input.
+# input and of the permission rule matcher.
 test: lint sdk-test mcp-deps
 	$(GO) test -race -count=1 -shuffle=on $$($(GO) list $(PKGS) | grep -v /e2e/sdk$$)
 	$(MAKE) fuzz
@@ -59,6 +59,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecoder$$' -fuzztime $(FUZZTIME) ./streamjson
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeTranscript$$' -fuzztime $(FUZZTIME) ./agents
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSidecar$$' -fuzztime $(FUZZTIME) ./agents
+	$(GO) test -run '^$$' -fuzz '^FuzzRules$$' -fuzztime $(FUZZTIME) ./agents/permission
 
 # Benchmarks: in-process (continuation overhead, encoder) and whole-process (wall time and
 # peak RSS of `stoke version`, a one-turn scripted run, the nonce scenario).

@@ -54,6 +54,26 @@ type LoadOptions struct {
 	// commands), all project configuration. The user's directory is still read, as the
 	// user's settings are.
 	Bare bool
+	// TrustProject lets the project's agent files run commands: their hooks. Without it
+	// a project agent's hooks are dropped with one warning per file (its approval mode is
+	// capped by the run's either way; see Definition.CapMode). A project file that is a
+	// symbolic link to a file outside the project is never read.
+	TrustProject bool
+}
+
+// source is one directory LoadDefinitions reads.
+type source struct {
+	dir     string
+	project bool // a directory of the project (a checkout, written by anyone)
+}
+
+// sources returns the directories to read, weakest first.
+func (o LoadOptions) sources() []source {
+	var out []source
+	for _, d := range o.Dirs() {
+		out = append(out, source{dir: d, project: o.UserStokeHome == "" || d != filepath.Join(o.UserStokeHome, "agents")})
+	}
+	return out
 }
 
 // Dirs returns the directories LoadDefinitions reads, weakest first.
@@ -84,7 +104,8 @@ func LoadDefinitions(o LoadOptions) (Catalog, []string) {
 	c := NewCatalog(BuiltinDefinitions()...)
 	var warnings []string
 	seen := make(map[string]bool)
-	for _, dir := range o.Dirs() {
+	for _, src := range o.sources() {
+		dir := src.dir
 		key := dir
 		if abs, err := filepath.Abs(dir); err == nil {
 			key = abs
@@ -95,11 +116,55 @@ func LoadDefinitions(o LoadOptions) (Catalog, []string) {
 		seen[key] = true
 		defs, warns := loadDir(dir)
 		warnings = append(warnings, warns...)
+		if src.project {
+			defs, warns = o.projectScope(defs)
+			warnings = append(warnings, warns...)
+		}
 		for _, d := range defs {
 			c[d.Name] = d
 		}
 	}
 	return c, warnings
+}
+
+// projectScope applies the trust boundary to definitions read from the project: files
+// that are symbolic links out of the project are dropped; without TrustProject their
+// hooks are dropped; with it, hooks that name a script linked from outside the project.
+func (o LoadOptions) projectScope(defs []Definition) ([]Definition, []string) {
+	root, err := filepath.EvalSymlinks(o.ProjectDir)
+	if err != nil {
+		return nil, []string{fmt.Sprintf("%s: resolve the project directory: %v; its agent files are not read", o.ProjectDir, err)}
+	}
+	var out []Definition
+	var warnings []string
+	for _, d := range defs {
+		real, err := filepath.EvalSymlinks(d.Source)
+		if err != nil || !within(root, real) {
+			warnings = append(warnings, fmt.Sprintf("%s: is a symbolic link to %s, outside the project; skipped", d.Source, real))
+			continue
+		}
+		if d.HasHooks && !o.TrustProject {
+			warnings = append(warnings, fmt.Sprintf("%s: hooks ignored: the project is not trusted (pass --trust-project or list it under trusted-projects in $STOKE_HOME/settings.yaml)", d.Source))
+			d.Hooks, d.HasHooks = nil, false
+		}
+		if d.HasHooks {
+			var warns []string
+			d.Hooks, warns = hooks.WithoutOutsideScripts(d.Hooks, o.ProjectDir)
+			for _, w := range warns {
+				warnings = append(warnings, fmt.Sprintf("%s: %s", d.Source, w))
+			}
+			if d.HasHooks = d.Hooks.Len() > 0; !d.HasHooks {
+				d.Hooks = nil
+			}
+		}
+		out = append(out, d)
+	}
+	return out, warnings
+}
+
+// within reports whether p is dir or below it (both clean and absolute).
+func within(dir, p string) bool {
+	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, string(filepath.Separator))+string(filepath.Separator))
 }
 
 // loadDir parses the definition files of one directory.
@@ -177,6 +242,7 @@ type frontMatter struct {
 	Model           string       `yaml:"model"`
 	ApprovalMode    string       `yaml:"approval-mode"`
 	PermissionMode  string       `yaml:"permissionMode"`
+	QwenMode        string       `yaml:"approvalMode"`
 	Hooks           hooks.Config `yaml:"hooks"`
 	Isolation       string       `yaml:"isolation"`
 
@@ -216,7 +282,7 @@ func ParseDefinition(source string, data []byte) (Definition, error) {
 	if strings.EqualFold(d.Model, "inherit") {
 		d.Model = ""
 	}
-	if d.ApprovalMode, err = approvalFrom(fm.ApprovalMode, fm.PermissionMode); err != nil {
+	if d.ApprovalMode, err = approvalFrom(fm.ApprovalMode, fm.PermissionMode, fm.QwenMode); err != nil {
 		return Definition{}, err
 	}
 	if d.Isolation != "" && d.Isolation != "worktree" {
@@ -321,25 +387,29 @@ func quoteColonValues(text string) (string, bool) {
 	return strings.Join(lines, "\n"), changed
 }
 
-// approvalFrom reads approval-mode and Claude Code's permissionMode. Either may hold
-// stoke's modes (plan, default, auto-edit, yolo) or Claude Code's (default, acceptEdits,
-// bypassPermissions, plan); if both are given they must agree.
-func approvalFrom(approvalMode, permissionMode string) (string, error) {
-	a, err := approvalValue("approval-mode", approvalMode)
-	if err != nil {
-		return "", err
+// approvalFrom reads approval-mode, Claude Code's permissionMode and Qwen Code's
+// approvalMode. Each may hold stoke's modes (plan, default, auto-edit, yolo, which are
+// Qwen Code's too) or Claude Code's (default, acceptEdits, bypassPermissions, plan);
+// those given must agree.
+func approvalFrom(approvalMode, permissionMode, qwenMode string) (string, error) {
+	fields := []struct{ key, val string }{
+		{"approval-mode", approvalMode}, {"permissionMode", permissionMode}, {"approvalMode", qwenMode},
 	}
-	p, err := approvalValue("permissionMode", permissionMode)
-	if err != nil {
-		return "", err
+	mode, from := "", ""
+	for _, f := range fields {
+		m, err := approvalValue(f.key, f.val)
+		if err != nil {
+			return "", err
+		}
+		switch {
+		case m == "":
+		case mode == "":
+			mode, from = m, f.key
+		case m != mode:
+			return "", fmt.Errorf("%s and %s disagree (%q, %q)", from, f.key, mode, m)
+		}
 	}
-	if a != "" && p != "" && a != p {
-		return "", fmt.Errorf("approval-mode %q and permissionMode %q disagree", approvalMode, permissionMode)
-	}
-	if a == "" {
-		a = p
-	}
-	return a, nil
+	return mode, nil
 }
 
 func approvalValue(key, v string) (string, error) {
@@ -377,7 +447,8 @@ func (l *toolList) UnmarshalYAML(n *yaml.Node) error {
 	default:
 		return fmt.Errorf("line %d: want a list of tool names or a comma-separated string", n.Line)
 	}
-	var out toolList
+	out := toolList{} // present but empty (tools: [] or ""): no tools
+
 	for _, it := range items {
 		if it.Kind != yaml.ScalarNode {
 			return fmt.Errorf("line %d: want a tool name", it.Line)
@@ -414,9 +485,13 @@ func toolAlias(name string) string {
 	}
 }
 
-// names maps aliases and drops duplicates, keeping the order of first mention.
+// names maps aliases and drops duplicates, keeping the order of first mention. An absent
+// list stays nil; an empty one stays empty.
 func (l toolList) names() []string {
-	var out []string
+	if l == nil {
+		return nil
+	}
+	out := []string{}
 	for _, name := range l {
 		if name = toolAlias(name); !slices.Contains(out, name) {
 			out = append(out, name)
@@ -425,7 +500,8 @@ func (l toolList) names() []string {
 	return out
 }
 
-// allowList is names() for the allow-list, where "*" means every tool (nil).
+// allowList is names() for the allow-list, where "*" means every tool (nil) and an
+// empty list none.
 func (l toolList) allowList() []string {
 	if slices.Contains(l, "*") {
 		return nil

@@ -14,17 +14,19 @@ type Definition struct {
 	Description string
 	// Prompt is the system prompt body.
 	Prompt string
-	// Tools is the allow-list of tool names; empty means every workspace tool. Claude
-	// Code's and Qwen Code's names for the workspace tools are mapped to stoke's when a
-	// file is loaded (Read is read_file, Bash is shell, ...); other names are kept as
-	// written.
+	// Tools is the allow-list of tool names: nil means every workspace tool, an empty
+	// (non-nil) list none (Claude Code's `tools: []`). Claude Code's and Qwen Code's names
+	// for the workspace tools are mapped to stoke's when a file is loaded (Read is
+	// read_file, Bash is shell, ...); other names are kept as written.
 	Tools []string
-	// DisallowedTools is a deny-list of tool names (Claude Code's disallowedTools),
-	// applied after Tools.
+	// DisallowedTools are deny rules (Claude Code's disallowedTools): a bare tool name
+	// takes the tool away; a rule such as Bash(rm:*) refuses the calls it covers
+	// (package permission).
 	DisallowedTools []string
 	// Model overrides the parent's model when set.
 	Model string
-	// ApprovalMode overrides the parent's when set.
+	// ApprovalMode, when set, lowers the run's approval mode for this agent; CapMode
+	// drops a mode above the run's.
 	ApprovalMode string
 	// HasHooks: the definition declares hooks (never kept resident). Set by the loader
 	// when Hooks holds at least one hook.
@@ -33,8 +35,6 @@ type Definition struct {
 	Hooks hooks.Config
 	// Isolation is "" or "worktree" (never kept resident).
 	Isolation string
-	// RaisesApproval: the agent runs with more permission than the parent (never kept resident).
-	RaisesApproval bool
 	// MCPServers are the MCP servers the agent names (mcpServers): configured ones by
 	// name, or its own inline. Their tools are added to its tool set.
 	MCPServers []MCPServer
@@ -58,23 +58,29 @@ func BuiltinDefinitions() []Definition {
 }
 
 // Resident reports whether a runtime of this type may stay resident between turns. Agents
-// with hooks, worktree isolation or a raised approval mode continue through transcript
-// revival instead.
+// with hooks or worktree isolation continue through transcript revival instead.
 func (d Definition) Resident() bool {
-	return !d.HasHooks && d.Isolation == "" && !d.RaisesApproval
+	return !d.HasHooks && d.Isolation == ""
 }
 
-// WithParentMode returns d with RaisesApproval set when d names an approval mode that
-// grants more than parentMode, by the rank plan < default < auto-edit < yolo. An empty
-// parentMode is default. Unknown modes are read the cautious way: an unknown parent mode
-// ranks lowest, and a definition's unknown mode always raises.
-func (d Definition) WithParentMode(parentMode string) Definition {
-	if parentMode == "" {
-		parentMode = approvalDefault
+// CapMode applies the run's approval mode as a ceiling: a definition may lower its mode,
+// never raise it. When d names a mode that grants more than ceiling (by the rank plan <
+// default < auto-edit < yolo), or one stoke does not know, CapMode returns d without it
+// (the agent runs under the run's mode) and raised true, for one warning. An empty
+// ceiling is default; an unknown ceiling ranks lowest.
+func (d Definition) CapMode(ceiling string) (Definition, bool) {
+	if ceiling == "" {
+		ceiling = approvalDefault
 	}
-	own := approvalRank(d.ApprovalMode)
-	d.RaisesApproval = d.ApprovalMode != "" && (own < 0 || own > approvalRank(parentMode))
-	return d
+	if d.ApprovalMode == "" {
+		return d, false
+	}
+	own, top := approvalRank(d.ApprovalMode), max(approvalRank(ceiling), 0)
+	if own >= 0 && own <= top {
+		return d, false
+	}
+	d.ApprovalMode = ""
+	return d, true
 }
 
 // The approval modes, from the least permission to the most.

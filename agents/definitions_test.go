@@ -80,6 +80,26 @@ Report findings as a list.
 			want: Definition{Name: "a", Prompt: "x", Source: src, ApprovalMode: "plan"},
 		},
 		{
+			name: "Qwen Code's approvalMode",
+			file: "---\nname: a\napprovalMode: auto-edit\npermissionMode: acceptEdits\n---\nx\n",
+			want: Definition{Name: "a", Prompt: "x", Source: src, ApprovalMode: "auto-edit"},
+		},
+		{
+			name: "tools: [] is no tools",
+			file: "---\nname: a\ntools: []\n---\nx\n",
+			want: Definition{Name: "a", Prompt: "x", Source: src, Tools: []string{}},
+		},
+		{
+			name: "an empty tools string is no tools",
+			file: "---\nname: a\ntools: \"\"\n---\nx\n",
+			want: Definition{Name: "a", Prompt: "x", Source: src, Tools: []string{}},
+		},
+		{
+			name: "tools without a value inherits",
+			file: "---\nname: a\ntools:\n---\nx\n",
+			want: Definition{Name: "a", Prompt: "x", Source: src},
+		},
+		{
 			name: "permissionMode default",
 			file: "---\nname: a\npermissionMode: default\n---\nx\n",
 			want: Definition{Name: "a", Prompt: "x", Source: src, ApprovalMode: "default"},
@@ -177,6 +197,7 @@ func TestParseDefinitionErrors(t *testing.T) {
 		{"unknown approval mode", "---\nname: a\napproval-mode: always\n---\nx\n", `approval-mode "always"`},
 		{"unsupported permissionMode", "---\nname: a\npermissionMode: dontAsk\n---\nx\n", `permissionMode "dontAsk"`},
 		{"approval modes disagree", "---\nname: a\napproval-mode: plan\npermissionMode: bypassPermissions\n---\nx\n", "disagree"},
+		{"Qwen's approvalMode disagrees", "---\nname: a\npermissionMode: plan\napprovalMode: yolo\n---\nx\n", "permissionMode and approvalMode disagree"},
 		{"unsupported hook event", "---\nname: a\nhooks:\n  PreToolUse:\n    - command: ./guard.sh\n---\nx\n", `event "PreToolUse" is not supported`},
 		{"hook without command", "---\nname: a\nhooks:\n  Stop:\n    - timeout: 5\n---\nx\n", "no command"},
 		{"tools as a map", "---\nname: a\ntools: {Read: true}\n---\nx\n", "line 3: want a list of tool names"},
@@ -368,38 +389,42 @@ func TestLoadDefinitionsReadsADirectoryOnce(t *testing.T) {
 	}
 }
 
-func TestDefinitionWithParentMode(t *testing.T) {
+// The run's approval mode is a ceiling: a definition may lower its mode, never raise it.
+func TestDefinitionCapMode(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		own, parent string
-		want        bool
+		own, ceiling string
+		want         string // the mode the definition keeps
+		raised       bool
 	}{
-		{"", "plan", false},
-		{"", "yolo", false},
-		{"plan", "default", false},
-		{"default", "default", false},
-		{"default", "", false},
-		{"auto-edit", "", true},
-		{"auto-edit", "default", true},
-		{"auto-edit", "auto-edit", false},
-		{"auto-edit", "yolo", false},
-		{"yolo", "auto-edit", true},
-		{"default", "plan", true},
-		{"plan", "yolo", false},
-		{"default", "unknown-parent", true},
-		{"unknown-own", "yolo", true},
+		{"", "plan", "", false},
+		{"", "yolo", "", false},
+		{"plan", "default", "plan", false},
+		{"default", "default", "default", false},
+		{"default", "", "default", false},
+		{"auto-edit", "", "", true},
+		{"auto-edit", "default", "", true},
+		{"auto-edit", "auto-edit", "auto-edit", false},
+		{"auto-edit", "yolo", "auto-edit", false},
+		{"yolo", "auto-edit", "", true},
+		{"yolo", "plan", "", true},
+		{"default", "plan", "", true},
+		{"plan", "yolo", "plan", false},
+		{"plan", "unknown-ceiling", "plan", false},
+		{"default", "unknown-ceiling", "", true},
+		{"unknown-own", "yolo", "", true},
 	}
 	for _, tt := range tests {
-		d := Definition{Name: "x", ApprovalMode: tt.own, RaisesApproval: !tt.want}
-		got := d.WithParentMode(tt.parent)
-		if got.RaisesApproval != tt.want {
-			t.Errorf("own %q, parent %q: RaisesApproval = %v; want %v", tt.own, tt.parent, got.RaisesApproval, tt.want)
+		d := Definition{Name: "x", ApprovalMode: tt.own}
+		got, raised := d.CapMode(tt.ceiling)
+		if got.ApprovalMode != tt.want || raised != tt.raised {
+			t.Errorf("own %q, ceiling %q: mode %q, raised %v; want %q, %v", tt.own, tt.ceiling, got.ApprovalMode, raised, tt.want, tt.raised)
 		}
-		if got.Resident() == tt.want {
-			t.Errorf("own %q, parent %q: Resident = %v", tt.own, tt.parent, got.Resident())
+		if !got.Resident() {
+			t.Errorf("own %q, ceiling %q: not resident", tt.own, tt.ceiling)
 		}
-		if d.RaisesApproval != !tt.want {
-			t.Error("WithParentMode changed its receiver")
+		if d.ApprovalMode != tt.own {
+			t.Error("CapMode changed its receiver")
 		}
 	}
 }
@@ -416,5 +441,72 @@ func TestCatalogLookupDefaultsAndErrors(t *testing.T) {
 	_, err := c.Lookup("nope")
 	if err == nil || !strings.Contains(err.Error(), "available types: general-purpose, reviewer") {
 		t.Errorf("Lookup(nope) error = %v", err)
+	}
+}
+
+// Project agent files are project scope: their hooks run only in a trusted project, a
+// file linked from outside the project is not read, and a trusted project's hooks may
+// not name a script linked from outside. The user's own directory is not project scope.
+func TestLoadDefinitionsProjectScope(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	project := filepath.Join(root, "project")
+	home := filepath.Join(root, "home", ".stoke")
+	elsewhere := filepath.Join(root, "elsewhere")
+	hooked := "---\nname: %s\nhooks:\n  Stop:\n    - command: %s\n---\nx\n"
+	dir := filepath.Join(project, ".claude", "agents")
+	writeDefFile(t, dir, "hooked.md", strings.Replace(strings.Replace(hooked, "%s", "hooked", 1), "%s", "./scripts/ok.sh", 1))
+	writeDefFile(t, dir, "sneaky.md", strings.Replace(strings.Replace(hooked, "%s", "sneaky", 1), "%s", "./scripts/evil.sh", 1))
+	writeDefFile(t, filepath.Join(project, "scripts"), "ok.sh", "#!/bin/sh\n")
+	writeDefFile(t, elsewhere, "evil.sh", "#!/bin/sh\n")
+	writeDefFile(t, elsewhere, "linked.md", defFile("linked", "from elsewhere"))
+	writeDefFile(t, filepath.Join(home, "agents"), "mine.md", strings.Replace(strings.Replace(hooked, "%s", "mine", 1), "%s", "./anything.sh", 1))
+	for link, target := range map[string]string{
+		filepath.Join(project, "scripts", "evil.sh"): filepath.Join(elsewhere, "evil.sh"),
+		filepath.Join(dir, "linked.md"):              filepath.Join(elsewhere, "linked.md"),
+		filepath.Join(dir, "inside.md"):              "hooked.md",
+	} {
+		if err := os.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func(warnings []string, sub string) int {
+		n := 0
+		for _, w := range warnings {
+			if strings.Contains(w, sub) {
+				n++
+			}
+		}
+		return n
+	}
+
+	c, warnings := LoadDefinitions(LoadOptions{ProjectDir: project, UserStokeHome: home})
+	if _, ok := c["linked"]; ok {
+		t.Error("a file linked from outside the project was read")
+	}
+	if c["hooked"].HasHooks || c["sneaky"].HasHooks || c["hooked"].Hooks != nil {
+		t.Errorf("untrusted project hooks kept: %+v", c["hooked"])
+	}
+	if !c["mine"].HasHooks {
+		t.Error("the user's own agent lost its hooks")
+	}
+	// linked.md: outside; hooked.md, sneaky.md: hooks ignored. inside.md duplicates
+	// hooked's name (a warning of its own).
+	if count(warnings, "outside the project; skipped") != 1 || count(warnings, "hooks ignored: the project is not trusted") != 2 {
+		t.Errorf("warnings = %q", warnings)
+	}
+
+	c, warnings = LoadDefinitions(LoadOptions{ProjectDir: project, UserStokeHome: home, TrustProject: true})
+	if !c["hooked"].HasHooks || len(c["hooked"].Hooks[hooks.Stop]) != 1 {
+		t.Errorf("trusted project hooks dropped: %+v", c["hooked"])
+	}
+	if c["sneaky"].HasHooks {
+		t.Error("a hook naming a script linked from outside was kept")
+	}
+	if _, ok := c["linked"]; ok {
+		t.Error("trust let a file linked from outside the project in")
+	}
+	if count(warnings, "outside the project") != 2 || count(warnings, "not trusted") != 0 {
+		t.Errorf("warnings = %q", warnings)
 	}
 }

@@ -88,12 +88,10 @@ func TestSendWithoutResidentControllerRevives(t *testing.T) {
 	t.Parallel()
 	hooked := Definition{Name: "hooked", Prompt: "You have hooks.", HasHooks: true}
 	worktree := Definition{Name: "isolated", Prompt: "You are isolated.", Isolation: "worktree"}
-	raised := Definition{Name: "raised", Prompt: "You may do more.", ApprovalMode: "yolo"}.WithParentMode("default")
 	tests := []struct {
 		name string
 		req  LaunchRequest
 	}{
-		{"raised approval mode", LaunchRequest{Prompt: "Remember NONCE-RA", SubagentType: "raised", Background: true}},
 		{"foreground launch", LaunchRequest{Prompt: "Remember NONCE-FG"}},
 		{"definition with hooks", LaunchRequest{Prompt: "Remember NONCE-HK", SubagentType: "hooked", Background: true}},
 		{"worktree isolation", LaunchRequest{Prompt: "Remember NONCE-WT", SubagentType: "isolated", Background: true}},
@@ -103,7 +101,7 @@ func TestSendWithoutResidentControllerRevives(t *testing.T) {
 			t.Parallel()
 			repo := gitRepo(t)
 			h := newHarness(t, replyText("Stored."), func(c *RegistryConfig) {
-				c.Catalog = NewCatalog(append(BuiltinDefinitions(), hooked, worktree, raised)...)
+				c.Catalog = NewCatalog(append(BuiltinDefinitions(), hooked, worktree)...)
 				c.CWD = repo
 			})
 			row := h.launch(tc.req)

@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/stoke-cli/stoke/agents/secrets"
 )
 
 // Worktree is a temporary git worktree an isolated agent's turn runs in.
@@ -87,6 +89,8 @@ func (w *Worktree) Finalize(ctx context.Context) (string, error) {
 func git(ctx context.Context, dir string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = dir
+	var keys *secrets.Policy // nil: the provider keys are kept from git and what it runs (hooks, filters)
+	cmd.Env = keys.Environ(os.Environ())
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {

@@ -20,6 +20,8 @@ import (
 
 	"github.com/stoke-cli/stoke/agents/hooks"
 	"github.com/stoke-cli/stoke/agents/llm/price"
+	"github.com/stoke-cli/stoke/agents/secrets"
+	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/headless"
 )
 
@@ -67,19 +69,27 @@ type Config struct {
 	TraceFile          string        `mapstructure:"trace-file"`
 
 	// Per-run values: flags and STOKE_* environment only; a settings file cannot set them.
-	Prompt    string `mapstructure:"prompt"`
-	Resume    string `mapstructure:"resume"`
-	Continue  bool   `mapstructure:"continue"`
-	SessionID string `mapstructure:"session-id"`
-	Bare      bool   `mapstructure:"bare"`
+	Prompt       string `mapstructure:"prompt"`
+	Resume       string `mapstructure:"resume"`
+	Continue     bool   `mapstructure:"continue"`
+	SessionID    string `mapstructure:"session-id"`
+	Bare         bool   `mapstructure:"bare"`
+	TrustProject bool   `mapstructure:"trust-project"`
 
 	// Structured settings-file values, merged entry by entry across files (never through
 	// viper, whose key paths would split model names like gpt-4.1 at the dot).
 	Prices map[string]price.Price `mapstructure:"-"`
 	Hooks  hooks.Config           `mapstructure:"-"`
 	// MCPServers is mcp-servers (home settings; a project's only when it is trusted).
-	MCPServers   map[string]any `mapstructure:"-"`
-	TrustProject bool           `mapstructure:"-"` // --trust-project, STOKE_TRUST_PROJECT
+	MCPServers map[string]any `mapstructure:"-"`
+	// Home-settings lists: variables kept out of child processes (path.Match patterns),
+	// and the projects whose settings are read in full.
+	EnvDeny         []string `mapstructure:"-"`
+	TrustedProjects []string `mapstructure:"-"`
+
+	// Trusted: the project's settings and agent files were taken in full, because of
+	// --trust-project or trusted-projects. Without it project scope can only narrow.
+	Trusted bool `mapstructure:"-"`
 
 	// sources names, per key, where the value in use came from: "--model", "STOKE_MODEL",
 	// a settings file path. Keys left at their defaults are absent.
@@ -121,6 +131,29 @@ const (
 	// kindMap is a structured settings-file value (prices, hooks): no flag, no environment
 	// variable; entries of a later file replace same-named entries of an earlier one.
 	kindMap
+	// kindList is a list of strings in the home settings (env-deny, trusted-projects): no
+	// flag, no environment variable.
+	kindList
+)
+
+// scope says which settings files may set a key. The project's file is a checkout's:
+// anyone may have written it. Unless the project is trusted (--trust-project, or its
+// path under trusted-projects in the home settings), it may only narrow what the run
+// does: a key that sends credentials elsewhere, runs commands or writes outside the
+// workspace is ignored from it with one warning, and so is a wider value of a cap.
+type scope int
+
+const (
+	// scopeTrusted (the zero value: a new key starts here): the home settings, and the
+	// project's only when it is trusted.
+	scopeTrusted scope = iota
+	// scopeAny: any settings file; nothing a project sets here widens what the run does.
+	scopeAny
+	// scopeNarrow: the project's value counts only when it is no wider than the home
+	// settings' (or the default); a trusted project's always counts.
+	scopeNarrow
+	// scopeHome: the home settings only, trusted project or not.
+	scopeHome
 )
 
 // setting is one configuration key.
@@ -130,37 +163,47 @@ type setting struct {
 	flag   bool // has a command-line flag
 	perRun bool // flags and environment only
 	def    any  // default; nil for none
+	scope  scope
+	// narrower reports whether the project's value v grants no more than base (the home
+	// settings' value or the default); for scopeNarrow keys.
+	narrower func(v, base any) bool
+	// why says what the key does, for the warning when a project's value is dropped.
+	why string
 }
 
-// settings lists every configuration key.
+// settings lists every configuration key, with the scope a project may set it in
+// (README: "Running on untrusted checkouts").
 func settings() []setting {
 	return []setting{
 		{key: "prompt", kind: kindString, flag: true, perRun: true},
-		{key: "output-format", kind: kindString, flag: true, def: headless.OutputText},
-		{key: "input-format", kind: kindString, flag: true, def: headless.InputText},
-		{key: "provider", kind: kindString, flag: true},
-		{key: "model", kind: kindString, flag: true},
-		{key: "base-url", kind: kindString, flag: true},
-		{key: "api-key", kind: kindString},
-		{key: "scenario", kind: kindString, flag: true},
-		{key: "max-turns", kind: kindInt, flag: true, def: 0},
-		{key: "timeout", kind: kindDuration, flag: true, def: time.Duration(0)},
-		{key: "request-timeout", kind: kindDuration, flag: true, def: defaultRequestTimeout},
-		{key: "approval-mode", kind: kindString, flag: true, def: approvalDefault},
-		{key: "background-on-exit", kind: kindString, flag: true, def: backgroundWait},
-		{key: "max-background", kind: kindInt, flag: true, def: defaultMaxBackground},
-		{key: "no-background-agents", kind: kindBool, flag: true, def: false},
+		{key: "output-format", kind: kindString, flag: true, def: headless.OutputText, scope: scopeAny},
+		{key: "input-format", kind: kindString, flag: true, def: headless.InputText, scope: scopeAny},
+		{key: "provider", kind: kindString, flag: true, why: "it picks which provider key is sent"},
+		{key: "model", kind: kindString, flag: true, scope: scopeAny},
+		{key: "base-url", kind: kindString, flag: true, why: "the API key is sent there"},
+		{key: "api-key", kind: kindString, why: "a credential"},
+		{key: "scenario", kind: kindString, flag: true, why: "a scenario replaces the model with a script"},
+		{key: "max-turns", kind: kindInt, flag: true, def: 0, scope: scopeNarrow, narrower: lowerCap(intValue)},
+		{key: "timeout", kind: kindDuration, flag: true, def: time.Duration(0), scope: scopeNarrow, narrower: lowerCap(durationValue)},
+		{key: "request-timeout", kind: kindDuration, flag: true, def: defaultRequestTimeout, scope: scopeNarrow, narrower: lowerCap(durationValue)},
+		{key: "approval-mode", kind: kindString, flag: true, def: approvalDefault, scope: scopeNarrow, narrower: lowerMode},
+		{key: "background-on-exit", kind: kindString, flag: true, def: backgroundWait, scope: scopeNarrow, narrower: cancelsSooner},
+		{key: "max-background", kind: kindInt, flag: true, def: defaultMaxBackground, scope: scopeNarrow, narrower: fewerBackground},
+		{key: "no-background-agents", kind: kindBool, flag: true, def: false, scope: scopeNarrow, narrower: turnsOff},
 		{key: "resume", kind: kindString, flag: true, perRun: true},
 		{key: "continue", kind: kindBool, flag: true, perRun: true},
 		{key: "session-id", kind: kindString, flag: true, perRun: true},
 		{key: "bare", kind: kindBool, flag: true, perRun: true},
-		{key: "verbose", kind: kindBool, flag: true, def: false},
-		{key: "debug", kind: kindBool, flag: true, def: false},
-		{key: "log-level", kind: kindString},
-		{key: "trace-file", kind: kindString, flag: true},
-		{key: "prices", kind: kindMap},
-		{key: "hooks", kind: kindMap},
-		{key: "mcp-servers", kind: kindMap},
+		{key: "trust-project", kind: kindBool, flag: true, perRun: true},
+		{key: "verbose", kind: kindBool, flag: true, def: false, scope: scopeAny},
+		{key: "debug", kind: kindBool, flag: true, def: false, scope: scopeAny},
+		{key: "log-level", kind: kindString, scope: scopeAny},
+		{key: "trace-file", kind: kindString, flag: true, why: "it writes a file anywhere"},
+		{key: "prices", kind: kindMap, why: "prices decide --max-budget-usd"},
+		{key: "hooks", kind: kindMap, why: "hooks run commands"},
+		{key: "mcp-servers", kind: kindMap, why: "MCP servers run commands and receive credentials"},
+		{key: "env-deny", kind: kindList, scope: scopeHome},
+		{key: "trusted-projects", kind: kindList, scope: scopeHome},
 	}
 }
 
@@ -182,9 +225,19 @@ func providerEnv(provider string) map[string]string {
 	return nil
 }
 
-// ignoredKey is a settings-file key that was dropped, reported once the logger exists.
+// ignoredKey is a settings-file key that was dropped (or a whole file, when key is ""),
+// reported once the logger exists.
 type ignoredKey struct {
 	file, key, reason string
+}
+
+// log writes the warning line.
+func (k ignoredKey) log(logger *slog.Logger) {
+	if k.key == "" {
+		logger.Warn("settings file ignored", "file", k.file, "reason", k.reason)
+		return
+	}
+	logger.Warn("settings key ignored", "file", k.file, "key", k.key, "reason", k.reason)
 }
 
 // configInput is what loadConfig reads besides viper.
@@ -209,52 +262,91 @@ func loadConfig(v *viper.Viper, in configInput) (*Config, []ignoredKey, error) {
 		}
 	}
 
-	// --bare is needed before the project settings are read.
+	// --bare and --trust-project are needed before the project settings are read.
 	bare, err := boolFromFlagOrEnv(in, "bare")
 	if err != nil {
 		return nil, nil, err
 	}
-
-	trusted, err := boolFromFlagOrEnv(in, "trust-project")
+	trust, err := boolFromFlagOrEnv(in, "trust-project")
 	if err != nil {
 		return nil, nil, err
 	}
 
-	files := []string{filepath.Join(in.home, settingsFile)}
-	if project := filepath.Join(in.cwd, ".stoke", settingsFile); !bare && project != files[0] {
-		files = append(files, project)
+	homePath := filepath.Join(in.home, settingsFile)
+	home, drop, err := readSettings(homePath, all)
+	if err != nil {
+		return nil, nil, err
 	}
-	structured := map[string]map[string]any{}
-	for _, path := range files {
-		m, drop, err := readSettings(path, all)
+	ignored = append(ignored, drop...)
+	lists, drop := homeLists(homePath, home)
+	ignored = append(ignored, drop...)
+	trusted := trust || listed(in.cwd, lists["trusted-projects"])
+	layers := []settingsLayer{{path: homePath, m: home}}
+	if project := filepath.Join(in.cwd, ".stoke", settingsFile); !bare && project != homePath {
+		m, drop, err := readProjectSettings(project, in.cwd, all)
 		if err != nil {
 			return nil, nil, err
 		}
 		ignored = append(ignored, drop...)
-		if _, ok := m["mcp-servers"]; ok && path != files[0] && !trusted {
-			delete(m, "mcp-servers") // servers are commands: a project's count only when trusted
-			ignored = append(ignored, ignoredKey{path, "mcp-servers", "the project is not trusted (--trust-project)"})
+		m, drop = narrowProject(project, m, home, all, trusted, homePath)
+		ignored = append(ignored, drop...)
+		layers = append(layers, settingsLayer{path: project, m: m, project: true})
+	}
+	var prices map[string]price.Price
+	var hookCfg hooks.Config
+	var mcpServers map[string]any
+	for _, l := range layers {
+		for k := range l.m {
+			sources[k] = l.path
 		}
-		for k := range m {
-			sources[k] = path
+		if p, ok := l.m["prices"]; ok {
+			var ps map[string]price.Price
+			data, _ := yaml.Marshal(p)
+			if err := yaml.Unmarshal(data, &ps); err != nil {
+				return nil, nil, usageErrorf("settings: prices (from %s): %v", l.path, err)
+			}
+			if prices == nil {
+				prices = map[string]price.Price{}
+			}
+			maps.Copy(prices, ps)
 		}
-		for _, st := range all {
-			if sub, ok := m[st.key].(map[string]any); ok && st.kind == kindMap {
-				if structured[st.key] == nil {
-					structured[st.key] = map[string]any{}
+		if hk, ok := l.m["hooks"]; ok {
+			hc, err := hooks.ParseConfig(hk)
+			if err != nil {
+				return nil, nil, usageErrorf("settings: hooks (from %s): %v", l.path, err)
+			}
+			if l.project {
+				var warnings []string
+				hc, warnings = hooks.WithoutOutsideScripts(hc, in.cwd)
+				for _, w := range warnings {
+					ignored = append(ignored, ignoredKey{l.path, "hooks", w})
 				}
-				maps.Copy(structured[st.key], sub)
-				delete(m, st.key)
+			}
+			if hookCfg == nil {
+				hookCfg = hooks.Config{}
+			}
+			maps.Copy(hookCfg, hc) // an event's list replaces the earlier file's
+		}
+		if ms, ok := l.m["mcp-servers"].(map[string]any); ok {
+			if mcpServers == nil {
+				mcpServers = map[string]any{}
+			}
+			maps.Copy(mcpServers, ms) // a server of a later file replaces the earlier one
+		}
+		flat := make(map[string]any, len(l.m))
+		for k, v := range l.m {
+			if i := slices.IndexFunc(all, func(s setting) bool { return s.key == k }); i >= 0 && all[i].kind < kindMap {
+				flat[k] = v
 			}
 		}
-		if err := v.MergeConfigMap(m); err != nil {
-			return nil, nil, usageErrorf("settings file %s: %v", path, err)
+		if err := v.MergeConfigMap(flat); err != nil {
+			return nil, nil, usageErrorf("settings file %s: %v", l.path, err)
 		}
 	}
 
 	env := make(map[string]any)
 	for _, s := range all {
-		if s.kind == kindMap {
+		if s.kind >= kindMap {
 			continue // settings files only
 		}
 		name := envName(s.key)
@@ -312,22 +404,237 @@ func loadConfig(v *viper.Viper, in configInput) (*Config, []ignoredKey, error) {
 	if err := v.Unmarshal(&cfg); err != nil {
 		return nil, nil, usageErrorf("configuration: %v", err)
 	}
-	if p := structured["prices"]; p != nil {
-		data, _ := yaml.Marshal(p)
-		if err := yaml.Unmarshal(data, &cfg.Prices); err != nil {
-			return nil, nil, usageErrorf("settings: prices (from %s): %v", sources["prices"], err)
-		}
-	}
-	if hk := structured["hooks"]; hk != nil {
-		hc, err := hooks.ParseConfig(hk)
-		if err != nil {
-			return nil, nil, usageErrorf("settings: hooks (from %s): %v", sources["hooks"], err)
-		}
-		cfg.Hooks = hc
-	}
-	cfg.MCPServers, cfg.TrustProject = structured["mcp-servers"], trusted
+	cfg.Prices, cfg.Hooks, cfg.MCPServers = prices, hookCfg, mcpServers
+	cfg.EnvDeny, cfg.TrustedProjects = lists["env-deny"], lists["trusted-projects"]
+	cfg.Trusted = trusted && !bare
 	cfg.sources = sources
 	return &cfg, ignored, nil
+}
+
+// settingsLayer is one settings file's keys.
+type settingsLayer struct {
+	path    string
+	m       map[string]any
+	project bool
+}
+
+// readProjectSettings reads the project's settings file, unless it is a symbolic link
+// (or sits in a directory that is one) to a file outside the project: then it is not
+// read, with one warning.
+func readProjectSettings(path, cwd string, all []setting) (map[string]any, []ignoredKey, error) {
+	real, err := filepath.EvalSymlinks(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, usageErrorf("read settings file %s: %v", path, err)
+	}
+	root, err := filepath.EvalSymlinks(cwd)
+	if err != nil {
+		return nil, nil, usageErrorf("resolve the working directory: %v", err)
+	}
+	if !within(root, real) {
+		return nil, []ignoredKey{{path, "", fmt.Sprintf("it is a symbolic link to %s, outside the project", real)}}, nil
+	}
+	return readSettings(path, all)
+}
+
+// within reports whether p is dir or below it (both clean and absolute).
+func within(dir, p string) bool {
+	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, string(filepath.Separator))+string(filepath.Separator))
+}
+
+// narrowProject drops from the project's settings m what the project may not set: keys
+// of the home settings only, and, unless the project is trusted, keys that reach outside
+// the workspace and values wider than the home settings' (or the defaults). Each drop is
+// one warning.
+func narrowProject(path string, m, home map[string]any, all []setting, trusted bool, homePath string) (map[string]any, []ignoredKey) {
+	untrusted := fmt.Sprintf("the project is not trusted (pass --trust-project, or list it under trusted-projects in %s)", homePath)
+	var ignored []ignoredKey
+	out := make(map[string]any, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		val := m[k]
+		s := all[slices.IndexFunc(all, func(s setting) bool { return s.key == k })]
+		switch s.scope {
+		case scopeHome:
+			ignored = append(ignored, ignoredKey{path, k, "only " + homePath + " may set it"})
+			continue
+		case scopeNarrow:
+			base, ok := home[k]
+			if !ok {
+				base = s.def
+			}
+			if !trusted && !s.narrower(val, base) {
+				ignored = append(ignored, ignoredKey{path, k, fmt.Sprintf("%s and may only narrow it: %v is wider than %v", untrusted, val, base)})
+				continue
+			}
+		case scopeTrusted:
+			if !trusted {
+				reason := untrusted
+				if s.why != "" {
+					reason += ": " + s.why
+				}
+				ignored = append(ignored, ignoredKey{path, k, reason})
+				continue
+			}
+		}
+		out[k] = val
+	}
+	return out, ignored
+}
+
+// homeLists decodes the list keys of the home settings. A trusted-projects entry that is
+// not an absolute path is dropped with a warning.
+func homeLists(path string, home map[string]any) (map[string][]string, []ignoredKey) {
+	out := map[string][]string{}
+	var ignored []ignoredKey
+	for _, key := range []string{"env-deny", "trusted-projects"} {
+		items, _ := home[key].([]any)
+		for _, it := range items {
+			s := strings.TrimSpace(fmt.Sprint(it))
+			if key == "trusted-projects" && !filepath.IsAbs(s) {
+				ignored = append(ignored, ignoredKey{path, key, fmt.Sprintf("%q is not an absolute path", s)})
+				continue
+			}
+			out[key] = append(out[key], s)
+		}
+	}
+	return out, ignored
+}
+
+// listed reports whether cwd is one of the trusted projects, compared after both are
+// made absolute and their symbolic links resolved.
+func listed(cwd string, projects []string) bool {
+	if len(projects) == 0 {
+		return false
+	}
+	real := func(p string) string {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return r
+		}
+		return filepath.Clean(p)
+	}
+	here := real(cwd)
+	for _, p := range projects {
+		if real(p) == here {
+			return true
+		}
+	}
+	return false
+}
+
+// The narrowing rules of the scopeNarrow keys: the project's value v against base. A
+// value that is not valid at all is let through: validation then stops the run with a
+// usage error naming the file, as for any settings file.
+
+// lowerMode: an approval mode that allows no more (plan < default < auto-edit < yolo).
+func lowerMode(v, base any) bool {
+	rank := func(x any) int {
+		m, err := tools.ParseMode(fmt.Sprint(x))
+		if err != nil {
+			return -1
+		}
+		return m.Rank()
+	}
+	r := rank(v)
+	return r < 0 || r <= max(rank(base), 0) // an unknown mode fails validation
+}
+
+// lowerCap is the rule of a cap where 0 means none (max-turns, timeout): a lower,
+// non-zero one.
+func lowerCap[T int | time.Duration](value func(any) (T, bool)) func(v, base any) bool {
+	return func(v, base any) bool {
+		n, ok1 := value(v)
+		b, ok2 := value(base)
+		switch {
+		case !ok1 || n < 0:
+			return true // fails validation
+		case !ok2 || b == 0:
+			return ok2
+		}
+		return n != 0 && n <= b
+	}
+}
+
+// fewerBackground: a cap of at least 1.
+func fewerBackground(v, base any) bool {
+	n, ok1 := intValue(v)
+	b, ok2 := intValue(base)
+	return !ok1 || n < 1 || ok2 && n <= b // a value below 1 fails validation
+}
+
+// cancelsSooner: cancel ends background agents with the run; wait lets them finish.
+func cancelsSooner(v, base any) bool {
+	s := fmt.Sprint(v)
+	return s == backgroundCancel || s == fmt.Sprint(base) || s != backgroundWait // another value fails validation
+}
+
+// turnsOff: a project may turn background agents off, not on.
+func turnsOff(v, base any) bool {
+	on, ok1 := boolValue(v)
+	b, ok2 := boolValue(base)
+	return ok1 && ok2 && (on || on == b)
+}
+
+func intValue(x any) (int, bool) {
+	switch x := x.(type) {
+	case int:
+		return x, true
+	case int64:
+		return int(x), true
+	case uint64:
+		return int(x), true
+	case string:
+		n, err := strconv.Atoi(x)
+		return n, err == nil
+	}
+	return 0, false
+}
+
+func durationValue(x any) (time.Duration, bool) {
+	switch x := x.(type) {
+	case time.Duration:
+		return x, true
+	case int:
+		return time.Duration(x), x == 0
+	case string:
+		d, err := time.ParseDuration(x)
+		return d, err == nil
+	}
+	return 0, false
+}
+
+func boolValue(x any) (bool, bool) {
+	switch x := x.(type) {
+	case bool:
+		return x, true
+	case string:
+		b, err := strconv.ParseBool(x)
+		return b, err == nil
+	}
+	return false, false
+}
+
+// secretsPolicy is what keeps credentials out of child processes and tool results: the
+// provider keys, the variable the API key in use came from and env-deny are kept out of
+// their environment; the API key in use and the values of the provider key variables
+// are redacted.
+func (c *Config) secretsPolicy(lookupEnv func(string) (string, bool)) *secrets.Policy {
+	deny := slices.Clone(c.EnvDeny)
+	if src := c.sources["api-key"]; src != "" && !strings.HasPrefix(src, "--") && !strings.ContainsRune(src, filepath.Separator) {
+		deny = append(deny, src) // an environment variable
+	}
+	values := []string{c.APIKey}
+	names := secrets.ProviderKeys()
+	for _, p := range []string{providerOpenAI, providerAnthropic} {
+		names = append(names, providerEnv(p)["api-key"])
+	}
+	for _, n := range names {
+		if v, ok := lookupEnv(n); ok {
+			values = append(values, v)
+		}
+	}
+	return secrets.New(secrets.Config{Deny: deny, Values: values})
 }
 
 // boolFromFlagOrEnv reads a per-run boolean before viper has its layers.
@@ -393,6 +700,17 @@ func checkValue(k kind, val any) error {
 	case kindMap:
 		if _, ok := val.(map[string]any); !ok {
 			return errors.New("want a map")
+		}
+	case kindList:
+		items, ok := val.([]any)
+		if !ok {
+			return errors.New("want a list")
+		}
+		for _, it := range items {
+			switch it.(type) {
+			case map[string]any, []any, nil:
+				return errors.New("want a list of strings")
+			}
 		}
 	case kindString:
 		switch val.(type) {

@@ -11,12 +11,10 @@ import (
 	"github.com/stoke-cli/stoke/headless"
 )
 
-// addMCPFlags declares the MCP flags (docs/mcp.md). --trust-project is read by
-// loadConfig too: a project's mcp-servers setting counts only when it is trusted.
+// addMCPFlags declares the MCP flags (docs/mcp.md).
 func addMCPFlags(f *pflag.FlagSet) {
 	f.StringArray("mcp-config", nil, `MCP servers from a JSON `+"`FILE`"+` or JSON text, {"mcpServers": {...}} as Claude Code writes it (repeatable)`)
 	f.Bool("strict-mcp-config", false, "use only the MCP servers of --mcp-config")
-	f.Bool("trust-project", false, "trust the project: start the MCP servers of its .mcp.json, settings and agent files")
 }
 
 // mcpOptions gathers the run's MCP servers: the mcp-servers settings, the project's
@@ -42,7 +40,7 @@ func mcpOptions(flags *pflag.FlagSet, cfg *Config, lookupEnv func(string) (strin
 	servers, warnings, err := mcp.Load(mcp.LoadInput{
 		Configs: configs, WorkDir: cwd, Strict: strict,
 		Settings: cfg.MCPServers, SettingsSource: cfg.sources["mcp-servers"],
-		ProjectDir: project, Trusted: cfg.TrustProject, LookupEnv: lookupEnv,
+		ProjectDir: project, Trusted: cfg.Trusted, LookupEnv: lookupEnv,
 	})
 	if err != nil {
 		return headless.MCPOptions{}, usageErrorf("MCP configuration: %v", err)
@@ -50,7 +48,7 @@ func mcpOptions(flags *pflag.FlagSet, cfg *Config, lookupEnv func(string) (strin
 	for _, w := range warnings {
 		logger.Warn("MCP configuration", "warning", w)
 	}
-	opts := headless.MCPOptions{Servers: servers, Strict: strict, TrustProject: cfg.TrustProject}
+	opts := headless.MCPOptions{Servers: servers, Strict: strict, TrustProject: cfg.Trusted}
 	if v, ok := lookupEnv("MCP_TIMEOUT"); ok && v != "" {
 		ms, err := strconv.Atoi(v)
 		if err != nil || ms <= 0 {

@@ -155,7 +155,8 @@ Configuration comes from flags, then STOKE_* environment variables (dashes as
 underscores: STOKE_MODEL, STOKE_BASE_URL, ...), then .stoke/settings.yaml in the
 working directory, then $STOKE_HOME/settings.yaml (default ~/.stoke). API keys come
 only from the environment (STOKE_API_KEY, OPENAI_API_KEY, ANTHROPIC_API_KEY) or
-api-key in a settings file.`,
+api-key in a settings file. A project's settings may only narrow the run unless it is
+trusted (--trust-project, or trusted-projects in $STOKE_HOME/settings.yaml).`,
 		Version:                    deps.Version,
 		SilenceUsage:               true,
 		SilenceErrors:              true,
@@ -214,6 +215,7 @@ func addRunFlags(f *pflag.FlagSet) {
 	f.BoolP("continue", "c", false, "resume the most recent session of this working directory")
 	f.String("session-id", "", "start a new session with this `UUID`")
 	f.Bool("bare", false, "no project settings, no post-restore reminder")
+	f.Bool("trust-project", false, "let the project's settings and agent files widen the run (endpoints, keys, hooks, trace file); see README")
 	f.Bool("verbose", false, "accepted for compatibility with Claude Code's stream-json usage")
 	f.BoolP("debug", "d", false, "log debug diagnostics on stderr (else STOKE_LOG_LEVEL, default warn)")
 	f.String("trace-file", "", "write one OpenTelemetry trace per agent turn, as JSON lines, to `FILE` (OTEL_EXPORTER_OTLP_ENDPOINT exports over OTLP)")

@@ -49,7 +49,7 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, args []strin
 	}
 	logger := slog.New(slog.NewTextHandler(deps.ErrOut, &slog.HandlerOptions{Level: level}))
 	for _, k := range ignored {
-		logger.Warn("settings key ignored", "file", k.file, "key", k.key, "reason", k.reason)
+		k.log(logger)
 	}
 	claude.log(logger)
 	if cfg.Scenario != "" && cfg.Provider != providerScripted {
@@ -96,6 +96,8 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, args []strin
 		MaxRetained:      maxRetained,
 		BackgroundAgents: !cfg.NoBackgroundAgents,
 		Bare:             cfg.Bare,
+		TrustProject:     cfg.Trusted,
+		Secrets:          cfg.secretsPolicy(deps.LookupEnv),
 		Prices:           price.Default().With(cfg.Prices),
 		Hooks:            cfg.Hooks,
 		MCP:              mcpOpts,

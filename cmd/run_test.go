@@ -20,7 +20,7 @@ import (
 )
 
 // ignoreWiring leaves out of comparisons the Options fields that are objects, not values.
-var ignoreWiring = cmpopts.IgnoreFields(headless.Options{}, "Stdin", "Stdout", "Logger", "Model", "Prices")
+var ignoreWiring = cmpopts.IgnoreFields(headless.Options{}, "Stdin", "Stdout", "Logger", "Model", "Prices", "Secrets")
 
 func TestOptionsFromFlags(t *testing.T) {
 	t.Parallel()
@@ -256,6 +256,7 @@ func TestLogLevelFromEnvironment(t *testing.T) {
 func TestStructuredSettings(t *testing.T) {
 	t.Parallel()
 	p := newTestProcess(t)
+	p.env["STOKE_TRUST_PROJECT"] = "1" // project prices and hooks count only in a trusted project
 	p.homeSettings(t, "prices:\n  gpt-4.1-custom: {input: 1, output: 2}\n  other: {input: 9, output: 9}\n")
 	p.projectSettings(t, "prices:\n  other: {input: 3, output: 4}\nhooks:\n  SubagentStart:\n    - command: ./on-start.sh\n      timeout: 5s\n")
 	writeFile(t, filepath.Join(p.cwd, "s.yaml"), "rules:\n  - reply:\n      text: hello\n")
@@ -275,6 +276,7 @@ func TestStructuredSettings(t *testing.T) {
 		t.Errorf("hooks = %+v", got.opts.Hooks)
 	}
 	bad := newTestProcess(t)
+	bad.env["STOKE_TRUST_PROJECT"] = "1"
 	bad.projectSettings(t, "prices: 3\n")
 	if got := bad.run(t, "-p", "x", "--scenario", "s.yaml"); got.code != 2 || !strings.Contains(got.stderr, "prices") {
 		t.Errorf("bad prices: code %d, stderr %q", got.code, got.stderr)

@@ -3,7 +3,7 @@ package e2e
 // Custom testscript commands for the e2e scripts. Flags come before the positional
 // arguments. "!" marks the commands that accept negation.
 //
-// mockllm [-api openai|anthropic] [-key K] [-fail-first N:STATUS] [-cut-after N]
+// mockllm [-name NAME] [-api openai|anthropic] [-key K] [-fail-first N:STATUS] [-cut-after N]
 //         [-cut-times K] [-cut-mode close|reset|end] [-fault-agent NAME] [-cached N] SCENARIO_FILE
 //
 //	Starts a mock model server on loopback, answering from the scripted provider playing
@@ -13,6 +13,8 @@ package e2e
 //	-api anthropic. It runs for the rest of the script and is closed at its end. Sets
 //	$MOCK_URL to its base URL (ending in /v1 for openai; the root for anthropic) and
 //	$MOCK_ROOT to its root URL (no path). Options:
+//	  -name NAME           a second server beside the first: $MOCK_URL_<NAME> and
+//	                       $MOCK_ROOT_<NAME> (upper case); mockreqs -name NAME counts its requests
 //	  -key K               require the key K (Bearer for openai, x-api-key for anthropic; else 401)
 //	  -fail-first N:STATUS answer the first N requests with HTTP STATUS and the API's error body
 //	  -cut-after N         cut streams after N events (no terminal event)
@@ -22,20 +24,18 @@ package e2e
 //	  -fault-agent NAME    inject the faults only into requests of that agent (parent, or
 //	                       a subagent type)
 //	  -cached N            (openai) report N as usage.prompt_tokens_details.cached_tokens
-//	A second mockllm in the same script closes the first and replaces it.
+//	A second mockllm of the same name in the same script closes the first and replaces it.
 //
 //	  mockllm -fail-first 1:500 scenario.yaml
 //	  env OPENAI_API_KEY=sk-test
 //	  exec stoke -p hi --provider openai --base-url $MOCK_URL
 //
-//	  mockllm -api anthropic -cut-after 3 -cut-times 1 -cut-mode reset -fault-agent general-purpose scenario.yaml
+// [!] mockreqs [-name NAME] N
+// mockreqs [-name NAME] -dump FILE
 //
-// [!] mockreqs N
-// mockreqs -dump FILE
-//
-//	The first form asserts that the mock received exactly N requests (any outcome); with
-//	"!", any other number. The second writes every request body received so far, one
-//	compact JSON object per line, to FILE, for later jsonl checks:
+//	The first form asserts that the mock (the one named NAME) received exactly N requests
+//	(any outcome); with "!", any other number. The second writes every request body
+//	received so far, one compact JSON object per line, to FILE, for later jsonl checks:
 //
 //	  mockreqs 2
 //	  mockreqs -dump reqs.jsonl
@@ -66,6 +66,13 @@ package e2e
 //	Runs streamjson.Validate (the stoke stream-JSON compatibility checker) over FILE or
 //	stdout; -multi allows one result per turn (output of --input-format stream-json).
 //	"!" asserts that the stream is invalid.
+//
+// expandenv FILE...
+//
+//	Replaces $VAR and ${VAR} in each file with the script's environment, in place: a
+//	settings file in the archive can name $MOCK_URL or $WORK.
+//
+//	  expandenv repo/.stoke/settings.yaml
 //
 // exitcode N PROGRAM [ARGS...]
 //
@@ -105,6 +112,7 @@ func commands() map[string]scriptCmd {
 		"mockreqs":    cmdMockReqs,
 		"jsonl":       cmdJSONL,
 		"validstream": cmdValidStream,
+		"expandenv":   cmdExpandEnv,
 		"exitcode":    cmdExitCode,
 		"mcpserve":    cmdMCPServe, // mcpservers_test.go
 	}
@@ -120,9 +128,9 @@ type mockServer interface {
 	Close()
 }
 
-// mockState is the mock server of one script (nil until mockllm runs).
+// mockState is the mock servers of one script, by -name ("" for the first).
 type mockState struct {
-	srv mockServer
+	srvs map[string]mockServer
 }
 
 func mockOf(ts *testscript.TestScript) *mockState { return ts.Value(mockKey{}).(*mockState) }
@@ -139,17 +147,18 @@ func parseFlags(ts *testscript.TestScript, usage string, args []string, define f
 }
 
 func cmdMockLLM(ts *testscript.TestScript, neg bool, args []string) {
-	const usage = "mockllm [-api openai|anthropic] [-key K] [-fail-first N:STATUS] [-cut-after N] [-cut-times K] " +
+	const usage = "mockllm [-name NAME] [-api openai|anthropic] [-key K] [-fail-first N:STATUS] [-cut-after N] [-cut-times K] " +
 		"[-cut-mode close|reset|end] [-fault-agent NAME] [-cached N] SCENARIO_FILE"
 	if neg {
 		ts.Fatalf("unsupported: ! mockllm")
 	}
 	var (
-		api, key string
-		faults   llmtest.Faults
-		cached   int64 = -1
+		api, key, name string
+		faults         llmtest.Faults
+		cached         int64 = -1
 	)
 	rest := parseFlags(ts, usage, args, func(fs *flag.FlagSet) {
+		fs.StringVar(&name, "name", "", "a second server")
 		fs.StringVar(&api, "api", "openai", "openai or anthropic")
 		fs.StringVar(&key, "key", "", "required API key")
 		fs.Func("fail-first", "N:STATUS", func(s string) error {
@@ -225,26 +234,34 @@ func cmdMockLLM(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("mockllm: -api %q: want openai or anthropic", api)
 	}
 	st := mockOf(ts)
-	if st.srv != nil {
-		st.srv.Close()
+	if st.srvs == nil {
+		st.srvs = map[string]mockServer{}
 	}
-	st.srv = srv
+	if old := st.srvs[name]; old != nil {
+		old.Close()
+	}
+	st.srvs[name] = srv
 	ts.Defer(srv.Close)
-	ts.Setenv("MOCK_URL", srv.URL())
-	ts.Setenv("MOCK_ROOT", strings.TrimSuffix(srv.URL(), "/v1"))
+	suffix := ""
+	if name != "" {
+		suffix = "_" + strings.ToUpper(name)
+	}
+	ts.Setenv("MOCK_URL"+suffix, srv.URL())
+	ts.Setenv("MOCK_ROOT"+suffix, strings.TrimSuffix(srv.URL(), "/v1"))
 }
 
 func cmdMockReqs(ts *testscript.TestScript, neg bool, args []string) {
-	const usage = "mockreqs N | mockreqs -dump FILE"
-	var dump string
+	const usage = "mockreqs [-name NAME] N | mockreqs [-name NAME] -dump FILE"
+	var dump, name string
 	rest := parseFlags(ts, usage, args, func(fs *flag.FlagSet) {
 		fs.StringVar(&dump, "dump", "", "write the request bodies as JSONL to `FILE`")
+		fs.StringVar(&name, "name", "", "the server started with mockllm -name")
 	})
-	st := mockOf(ts)
-	if st.srv == nil {
-		ts.Fatalf("mockreqs: no mockllm running")
+	srv := mockOf(ts).srvs[name]
+	if srv == nil {
+		ts.Fatalf("mockreqs: no mockllm %q running", name)
 	}
-	reqs := st.srv.Requests()
+	reqs := srv.Requests()
 	if dump != "" {
 		if neg || len(rest) != 0 {
 			ts.Fatalf("usage: %s", usage)
@@ -361,6 +378,15 @@ func cmdValidStream(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("%s is not a valid stream: %v", rest[0], err)
 	case err == nil && neg:
 		ts.Fatalf("%s is a valid stream, want an invalid one", rest[0])
+	}
+}
+
+func cmdExpandEnv(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) == 0 {
+		ts.Fatalf("usage: expandenv FILE...")
+	}
+	for _, f := range args {
+		ts.Check(os.WriteFile(ts.MkAbs(f), []byte(os.Expand(ts.ReadFile(f), ts.Getenv)), 0o644))
 	}
 }
 

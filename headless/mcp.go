@@ -11,6 +11,8 @@ import (
 
 	"github.com/stoke-cli/stoke/agents"
 	"github.com/stoke-cli/stoke/agents/mcp"
+	"github.com/stoke-cli/stoke/agents/permission"
+	"github.com/stoke-cli/stoke/agents/secrets"
 	"github.com/stoke-cli/stoke/agents/tools"
 )
 
@@ -45,20 +47,10 @@ type mcpServerStatus struct {
 	Status string `json:"status"`
 }
 
-// mcpChildEnv is the environment stdio MCP servers start with: the process's, without the
-// provider credentials (a server's own env entries may set them again, explicitly).
-// TODO(merge): the shared environment policy of the untrusted-checkout work replaces this.
-func mcpChildEnv() []string {
-	secret := []string{"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "STOKE_API_KEY"}
-	var out []string
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		if !slices.Contains(secret, name) {
-			out = append(out, kv)
-		}
-	}
-	return out
-}
+// mcpEnv is the environment stdio MCP servers start with: the process's, without what the
+// secrets policy keeps from child processes (the provider keys, the variable the run's key
+// came from, env-deny). A server's own env entries may set them again, explicitly.
+func mcpEnv(p *secrets.Policy) []string { return p.Environ(os.Environ()) }
 
 // startMCP registers the configured servers and the agents' own, then starts the
 // configured ones (the parent's tools) in parallel and waits until each has connected or
@@ -68,7 +60,7 @@ func (s *session) startMCP(ctx context.Context, cat agents.Catalog) *mcpState {
 	st := &mcpState{ctx: ctx, own: map[string][]string{}}
 	st.m = mcp.NewManager(mcp.Options{
 		Servers:       s.opts.MCP.Servers,
-		Env:           mcpChildEnv(),
+		Env:           mcpEnv(s.opts.Secrets),
 		Dir:           s.opts.CWD,
 		StartTimeout:  s.opts.MCP.StartTimeout,
 		Logger:        s.opts.Logger,
@@ -179,8 +171,8 @@ func (s *session) mcpTools(def agents.Definition, w *tools.Workspace) []tools.To
 func (s *session) parentMCPTools(ws *tools.Workspace) []tools.Tool {
 	var denied []string
 	for _, r := range s.sdk.opts.DisallowedTools {
-		if rule := parseRule(r); rule.arg == "" {
-			denied = append(denied, rule.tool)
+		if rule := permission.ParseRule(r); rule.Whole() {
+			denied = append(denied, rule.Tool)
 		}
 	}
 	return s.mcpTools(agents.Definition{DisallowedTools: denied}, ws)

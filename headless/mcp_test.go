@@ -15,6 +15,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/stoke-cli/stoke/agents/mcp"
+	"github.com/stoke-cli/stoke/agents/secrets"
 	"github.com/stoke-cli/stoke/streamjson"
 )
 
@@ -270,9 +271,13 @@ func TestMCPChildEnvKeepsProviderKeysOut(t *testing.T) {
 	t.Setenv("ANTHROPIC_API_KEY", "sk-test-anthropic")
 	t.Setenv("STOKE_API_KEY", "sk-test-stoke")
 	t.Setenv("STOKE_MCP_TEST_KEEP", "kept")
-	env := strings.Join(mcpChildEnv(), "\n")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "sk-test-aws")
+	env := strings.Join(mcpEnv(secrets.New(secrets.Config{Deny: []string{"AWS_*"}})), "\n")
 	if strings.Contains(env, "sk-test-") {
-		t.Errorf("a provider key reaches MCP servers:\n%s", env)
+		t.Errorf("a provider key or an env-deny variable reaches MCP servers:\n%s", env)
+	}
+	if env := strings.Join(mcpEnv(nil), "\n"); strings.Contains(env, "sk-test-openai") {
+		t.Errorf("without a policy a provider key reaches MCP servers:\n%s", env)
 	}
 	if !strings.Contains(env, "STOKE_MCP_TEST_KEEP=kept") {
 		t.Errorf("other variables are dropped")

@@ -8,6 +8,7 @@ import (
 	"github.com/stoke-cli/stoke/agents/hooks"
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/llm/price"
+	"github.com/stoke-cli/stoke/agents/secrets"
 	"github.com/stoke-cli/stoke/agents/trace"
 )
 
@@ -77,6 +78,13 @@ type Options struct {
 	Bare bool
 	// MCP configures the MCP servers (mcp.go).
 	MCP MCPOptions
+	// TrustProject lets the project's own configuration widen what the run does: the
+	// hooks of its agent files (cmd decides it: --trust-project, trusted-projects in the
+	// home settings). Agent approval modes are capped by ApprovalMode either way.
+	TrustProject bool
+	// Secrets keeps credentials out of the shell tool's and the hooks' environment and
+	// redacts them from tool results; nil still keeps the provider keys out of both.
+	Secrets *secrets.Policy
 	// SDK holds the Claude Code options a Claude Agent SDK host passes (sdk.go).
 	SDK SDKOptions
 }

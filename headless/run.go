@@ -12,6 +12,7 @@ import (
 
 	"github.com/stoke-cli/stoke/agents"
 	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/permission"
 	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/agents/trace"
 	"github.com/stoke-cli/stoke/streamjson"
@@ -106,6 +107,8 @@ type session struct {
 	denials []any
 	// lastWorkspace is the workspace as the previous parent turn left it.
 	lastWorkspace *workspaceState
+	// rules are --allowedTools and --disallowedTools over the workspace (workspace.go).
+	rules *permission.Rules
 
 	// per-run accounting of the parent
 	parentTurns int // prompts and notification turns, for trace spans

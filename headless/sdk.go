@@ -115,6 +115,7 @@ type sdkAgent struct {
 	Tools           []string `json:"tools"`
 	DisallowedTools []string `json:"disallowedTools"`
 	Model           string   `json:"model"`
+	PermissionMode  string   `json:"permissionMode"`
 }
 
 // applyInitialize folds an initialize request into opts (the system prompt, the appended
@@ -204,6 +205,17 @@ func agentDefinitions(in map[string]sdkAgent) ([]agents.Definition, error) {
 		}
 		if m := a.Model; m != "" && !claudeModelAlias(m) {
 			d.Model = m
+		}
+		if pm := a.PermissionMode; pm != "" {
+			if pm == "dontAsk" {
+				pm = "default"
+			}
+			// Capped by the run's mode when the catalog is built; a mode stoke does not
+			// know is dropped there with a warning.
+			d.ApprovalMode = pm
+			if m, err := tools.ParseMode(pm); err == nil {
+				d.ApprovalMode = string(m)
+			}
 		}
 		out = append(out, d)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/stoke-cli/stoke/agents/permission"
 	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/streamjson"
 )
@@ -68,8 +69,8 @@ func (s *session) workspaceTools() []string {
 	for _, n := range offered {
 		denied := false
 		for _, r := range o.DisallowedTools {
-			rule := parseRule(r)
-			if rule.arg == "" && rule.tool == n {
+			rule := permission.ParseRule(r)
+			if rule.Whole() && rule.Tool == n {
 				denied = true
 			}
 		}
@@ -81,21 +82,42 @@ func (s *session) workspaceTools() []string {
 }
 
 // sdkApprover decides the workspace tool calls the default mode does not allow by itself.
-type sdkApprover struct{ s *session }
+// A subagent's approver has its own rules (its disallowedTools added) and, when its
+// definition sets a mode, that mode as a ceiling on the live one.
+type sdkApprover struct {
+	s       *session
+	rules   *permission.Rules // nil: the session's
+	ceiling tools.Mode        // "": none
+}
+
+// Mode is the mode the approver applies: the live mode, capped by the ceiling. The
+// workspace tools ask it whether protected paths may be written.
+func (a sdkApprover) Mode() tools.Mode {
+	mode := a.s.sdk.liveMode()
+	if a.ceiling != "" && a.ceiling.Rank() < mode.Rank() {
+		return a.ceiling
+	}
+	return mode
+}
 
 // Approve implements tools.Approver: the live mode first, then the disallow and allow
 // rules, then the host (can_use_tool) when --permission-prompt-tool=stdio; else refused.
 func (a sdkApprover) Approve(ctx context.Context, call tools.Call, kind tools.Kind) (bool, json.RawMessage, string) {
 	st := a.s.sdk
-	mode := st.liveMode()
+	mode := a.Mode()
+	rules := a.rules
+	if rules == nil {
+		rules = a.s.rules
+	}
+	_, denied := rules.Deny(call)
 	switch {
-	case matchesAny(st.opts.DisallowedTools, call):
+	case denied:
 		return false, nil, "it matches --disallowedTools"
 	case mode == tools.ModePlan && kind != tools.KindRead:
 		return false, nil, "the permission mode is plan, which is read-only: present your plan instead of changing anything"
 	case mode.Allows(kind):
 		return true, nil, ""
-	case matchesAny(st.opts.AllowedTools, call):
+	case rules.Allowed(call, mode):
 		return true, nil, ""
 	case !st.opts.PermissionPromptStdio || st.opts.NoPrompt:
 		return false, nil, fmt.Sprintf("the permission mode %s does not allow %s calls and nobody can approve them in this run", streamjson.PermissionMode(string(mode)), kind)
@@ -114,7 +136,7 @@ func (a sdkApprover) ask(ctx context.Context, call tools.Call, kind tools.Kind) 
 		"tool_name":       name,
 		"input":           input,
 		"tool_use_id":     call.ID,
-		"decision_reason": fmt.Sprintf("the permission mode %s asks before %s calls", streamjson.PermissionMode(string(a.s.sdk.liveMode())), kind),
+		"decision_reason": fmt.Sprintf("the permission mode %s asks before %s calls", streamjson.PermissionMode(string(a.Mode())), kind),
 		"title":           fmt.Sprintf("stoke wants to use %s", name),
 		"stoke_tool_name": call.Name,
 	}
@@ -146,57 +168,4 @@ func (a sdkApprover) ask(ctx context.Context, call tools.Call, kind tools.Kind) 
 	default:
 		return false, nil, fmt.Sprintf("the host answered can_use_tool with behavior %q", v.Get("behavior").String())
 	}
-}
-
-// permissionRule is a Claude Code permission rule: "Write", "Bash(git status)",
-// "Bash(npm run:*)".
-type permissionRule struct {
-	tool string // stoke's name (Claude's names are mapped), or the name as written
-	arg  string // "" for the whole tool
-}
-
-func parseRule(r string) permissionRule {
-	r = strings.TrimSpace(r)
-	name, arg := r, ""
-	if i := strings.IndexByte(r, '('); i > 0 && strings.HasSuffix(r, ")") {
-		name, arg = r[:i], r[i+1:len(r)-1]
-	}
-	if c, ok := tools.CanonicalName(name); ok {
-		name = c
-	}
-	return permissionRule{tool: name, arg: arg}
-}
-
-// matches reports whether the rule covers the call: the tool, and for an argument the
-// shell command (exact, or a prefix with "prefix:*") or the file path (exact, or a prefix
-// with "dir/*" or "dir/**").
-func (r permissionRule) matches(call tools.Call) bool {
-	if r.tool != call.Name {
-		return r.arg == "" && mcpRuleMatches(r.tool, call.Name) // mcp__server, mcp__server__*
-	}
-	if r.arg == "" || r.arg == "*" {
-		return true
-	}
-	subject := gjson.GetBytes(call.Input, "file_path").String()
-	if call.Name == tools.NameShell {
-		subject = strings.TrimSpace(gjson.GetBytes(call.Input, "command").String())
-	}
-	for _, suffix := range []string{":*", "/**", "/*", "*"} {
-		if p, ok := strings.CutSuffix(r.arg, suffix); ok {
-			if suffix == "/**" || suffix == "/*" {
-				p += "/"
-			}
-			return strings.HasPrefix(subject, p)
-		}
-	}
-	return subject == r.arg
-}
-
-func matchesAny(rules []string, call tools.Call) bool {
-	for _, r := range rules {
-		if parseRule(r).matches(call) {
-			return true
-		}
-	}
-	return false
 }

@@ -8,61 +8,94 @@ import (
 	"github.com/stoke-cli/stoke/agents"
 	"github.com/stoke-cli/stoke/agents/hooks"
 	"github.com/stoke-cli/stoke/agents/mcp"
+	"github.com/stoke-cli/stoke/agents/permission"
 	"github.com/stoke-cli/stoke/agents/tools"
 )
 
 // definitions loads the subagent types: built-ins, then agent files (see docs/agents.md),
-// then agents defined by an SDK host. Each definition learns whether it raises the approval
-// mode above the parent's (such agents are never kept resident).
+// then agents defined by an SDK host. The run's approval mode is a ceiling for all of
+// them: a definition that names a higher mode runs under the run's, with one warning.
 func (s *session) definitions() agents.Catalog {
-	cat, warnings := agents.LoadDefinitions(agents.LoadOptions{ProjectDir: s.opts.CWD, UserStokeHome: s.opts.Home, Bare: s.opts.Bare})
+	cat, warnings := agents.LoadDefinitions(agents.LoadOptions{
+		ProjectDir: s.opts.CWD, UserStokeHome: s.opts.Home, Bare: s.opts.Bare, TrustProject: s.opts.TrustProject,
+	})
 	for _, w := range warnings {
-		s.opts.Logger.Warn("agent definition skipped", "warning", w)
+		s.opts.Logger.Warn("agent definition", "warning", w)
 	}
 	for _, d := range s.sdk.hostAgents() {
 		cat[d.Name] = d
 	}
-	for name, d := range cat {
-		cat[name] = d.WithParentMode(s.opts.ApprovalMode)
+	for _, name := range cat.Names() {
+		d, raised := cat[name].CapMode(s.opts.ApprovalMode)
+		if raised {
+			s.opts.Logger.Warn("agent approval mode ignored: it is above the run's (--approval-mode is a ceiling)",
+				"subagent_type", name, "approval_mode", cat[name].ApprovalMode, "run_mode", s.opts.ApprovalMode, "source", d.Source)
+		}
+		cat[name] = d
 	}
 	return cat
 }
 
 // newWorkspace is the workspace the parent's tools work in, under the run's approval mode
-// (and, in an SDK session, the host's verdicts).
+// (and, in an SDK session, the host's verdicts), the permission rules and the secrets
+// policy. It returns the options a worktree's workspace is built with.
 func (s *session) newWorkspace() (*tools.Workspace, []tools.Option, error) {
 	mode, approver := s.workspaceApproval()
-	opts := []tools.Option{tools.WithDenialHook(s.recordDenial)}
+	opts := []tools.Option{tools.WithDenialHook(s.recordDenial), tools.WithSecrets(s.opts.Secrets)}
 	if approver != nil {
 		opts = append(opts, tools.WithApprover(approver))
 	}
 	ws, err := tools.NewWorkspace(s.opts.CWD, mode, opts...)
-	return ws, opts, err
+	if err != nil {
+		return nil, nil, err
+	}
+	s.rules = s.permissionRules(ws)
+	return ws.With(tools.WithDenier(s.rules)), opts, nil
+}
+
+// permissionRules are --allowedTools and --disallowedTools over the workspace w.
+func (s *session) permissionRules(w *tools.Workspace) *permission.Rules {
+	return permission.New(w, s.sdk.opts.AllowedTools, s.sdk.opts.DisallowedTools)
 }
 
 // subagentTools gives each new subagent runtime its tools: the workspace tools its
-// definition allows, under its own approval mode when it sets one, rooted in its worktree
-// when it is isolated. Subagents never get the task tools.
+// definition allows (none for tools: []), under its own approval mode when it sets one
+// (CapMode has kept it at or below the run's), with its disallowedTools as deny rules,
+// rooted in its worktree when it is isolated. Subagents never get the task tools.
 func (s *session) subagentTools(ws *tools.Workspace, opts []tools.Option) func(agents.Definition, string) *tools.Set {
+	_, approver := s.workspaceApproval()
 	return func(def agents.Definition, root string) *tools.Set {
-		w := ws
+		w, rules := ws, s.rules
 		if root != "" {
 			wt, err := tools.NewWorkspace(root, ws.Mode(), opts...)
 			if err != nil {
 				s.opts.Logger.Warn("worktree workspace", "root", root, "err", err)
 				return tools.NewSet()
 			}
-			w = wt
+			w, rules = wt, s.permissionRules(wt)
 		}
+		rules = rules.WithDeny(def.DisallowedTools)
+		extra := []tools.Option{tools.WithDenier(rules)}
+		var ceiling tools.Mode
 		if def.ApprovalMode != "" {
 			m, err := tools.ParseMode(def.ApprovalMode)
-			if err == nil {
-				w, err = w.WithMode(m)
-			}
 			if err != nil {
 				s.opts.Logger.Warn("agent approval mode", "subagent_type", def.Name, "err", err)
 				return tools.NewSet()
 			}
+			ceiling = m
+			if approver == nil {
+				w, _ = w.WithMode(m)
+			}
+		}
+		if approver != nil {
+			// The tools stay in the default mode and the approver applies the lower of
+			// the live mode and the agent's own.
+			extra = append(extra, tools.WithApprover(sdkApprover{s: s, rules: rules, ceiling: ceiling}))
+		}
+		w = w.With(extra...)
+		if def.Tools != nil && len(def.Tools) == 0 {
+			return tools.NewSet() // tools: []
 		}
 		ts, unknown := w.Tools(def.Tools)
 		ts = append(ts, s.mcpTools(def, w)...) // MCP tools (mcp.go)
@@ -72,9 +105,9 @@ func (s *session) subagentTools(ws *tools.Workspace, opts []tools.Option) func(a
 		}
 		allowed := ts[:0]
 		for _, t := range ts {
-			if !slices.ContainsFunc(def.DisallowedTools, func(n string) bool {
-				c, _ := tools.CanonicalName(n)
-				return c == t.Spec().Name || n == t.Spec().Name
+			if !slices.ContainsFunc(def.DisallowedTools, func(r string) bool {
+				rule := permission.ParseRule(r)
+				return rule.Whole() && rule.Tool == t.Spec().Name
 			}) {
 				allowed = append(allowed, t)
 			}
@@ -94,7 +127,7 @@ func (s *session) recordDenial(d tools.Denial) {
 
 // hookRunner runs the command hooks of settings and agent definitions in the workspace.
 func (s *session) hookRunner() *hooks.Runner {
-	return &hooks.Runner{Dir: s.opts.CWD, Logger: s.opts.Logger}
+	return &hooks.Runner{Dir: s.opts.CWD, Logger: s.opts.Logger, Secrets: s.opts.Secrets}
 }
 
 // workspaceState is what, when it changes between parent turns, releases resident

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/stoke-cli/stoke/agents/secrets"
 )
 
 // Input is the JSON a hook reads on stdin. Every event carries hook_event_name,
@@ -101,15 +103,21 @@ const outputCap = 64 << 10
 const waitDelay = 2 * time.Second
 
 // Runner runs command hooks. The zero value runs them with bash in the current
-// directory and the process environment. A Runner is safe for concurrent use.
+// directory and the process environment less the provider keys. A Runner is safe for
+// concurrent use.
 type Runner struct {
 	// Shell runs each command as `Shell -c COMMAND`; "" means bash (found on PATH).
 	Shell string
 	// Dir is the hooks' working directory (the project); "" is the current directory.
 	// It is also exported to hooks as STOKE_PROJECT_DIR and CLAUDE_PROJECT_DIR.
 	Dir string
-	// Env is the hooks' environment; nil means the process environment.
+	// Env is the hooks' environment before Secrets filters it; nil means the process
+	// environment.
 	Env []string
+	// Secrets keeps credentials out of the hooks' environment and redacts them from
+	// what hooks hand back (reasons, context, failures). A nil policy still keeps the
+	// provider keys out.
+	Secrets *secrets.Policy
 	// Logger receives failures and blocks; nil discards them.
 	Logger *slog.Logger
 }
@@ -153,6 +161,7 @@ func (r *Runner) Run(ctx context.Context, ev Event, hooks []Hook, input any) (Ou
 	var reasons, contexts []string
 	log := r.logger()
 	for i, res := range results {
+		res.reason, res.context, res.failure = r.Secrets.Redact(res.reason), r.Secrets.Redact(res.context), r.Secrets.Redact(res.failure)
 		attrs := []any{slog.String("event", string(ev)), slog.String("command", hooks[i].Command)}
 		switch {
 		case res.failure != "":
@@ -266,7 +275,7 @@ func (r *Runner) environ() ([]string, error) {
 	if env == nil {
 		env = os.Environ()
 	}
-	env = append([]string(nil), env...)
+	env = r.Secrets.Environ(env)
 	if r.Dir != "" {
 		dir, err := filepath.Abs(r.Dir)
 		if err != nil {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/stoke-cli/stoke/agents/secrets"
 )
 
 func hook(command string) Hook { return Hook{Command: command, Timeout: 20 * time.Second} }
@@ -237,5 +239,39 @@ func TestRunNoHooks(t *testing.T) {
 	}
 	if _, err := r.Run(t.Context(), Stop, []Hook{hook("true")}, make(chan int)); err == nil {
 		t.Error("Run with unencodable input: want an error")
+	}
+}
+
+// Hooks run without the provider keys and the denied variables, and what they hand back
+// has the run's key redacted.
+func TestRunSecrets(t *testing.T) {
+	t.Parallel()
+	const key = "sk-live-0123456789abcdef"
+	dir := t.TempDir()
+	policy := secrets.New(secrets.Config{Deny: []string{"CI_*"}, Values: []string{key}})
+	r := &Runner{Dir: dir, Secrets: policy, Env: []string{
+		"PATH=" + os.Getenv("PATH"), "OPENAI_API_KEY=" + key, "ANTHROPIC_API_KEY=a", "STOKE_API_KEY=s",
+		"CI_JOB_TOKEN=t", "KEEP=kept",
+	}}
+	blocker := hook(`env > env.txt; echo "reason with ` + key + `" >&2; exit 2`)
+	out, err := r.Run(t.Context(), Stop, []Hook{blocker}, Input{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "env.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := string(data)
+	for _, v := range []string{"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "STOKE_API_KEY", "CI_JOB_TOKEN"} {
+		if strings.Contains(env, v+"=") {
+			t.Errorf("hook environment has %s", v)
+		}
+	}
+	if !strings.Contains(env, "KEEP=kept") {
+		t.Errorf("hook environment lost KEEP:\n%s", env)
+	}
+	if !out.Block || strings.Contains(out.Reason, key) || !strings.Contains(out.Reason, secrets.Redacted) {
+		t.Errorf("outcome = %+v", out)
 	}
 }

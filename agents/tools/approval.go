@@ -127,29 +127,63 @@ type Denial struct {
 	Reason string
 }
 
-// gate is the one place approval is decided: it wraps a tool of a known kind.
+// Denier refuses calls by rule before the approval mode is asked (--disallowedTools, an
+// agent's disallowedTools; package permission implements it).
+type Denier interface {
+	// Deny reports whether call is refused, and why (for the model). It is called from
+	// the goroutine running the call, possibly for several calls at once.
+	Deny(call Call) (reason string, denied bool)
+}
+
+// modeReporter is an Approver that applies an approval mode of its own (an SDK host's
+// live permission mode), which then decides what is protected.
+type modeReporter interface {
+	Mode() Mode
+}
+
+// gate is the one place approval is decided: it wraps a tool of a known kind. In order:
+// the deny rules; protected paths (Protected) for edits below yolo; the approval mode;
+// the Approver. Whatever the tool returns has the run's secrets redacted.
 type gate struct {
-	tool     Tool
-	kind     Kind
-	mode     Mode
-	approver Approver
-	onDenial func(Denial)
+	tool Tool
+	kind Kind
+	w    *Workspace
 }
 
 func (g gate) Spec() llm.ToolSpec { return g.tool.Spec() }
 
 func (g gate) Run(ctx context.Context, call Call) Result {
-	if g.mode.Allows(g.kind) {
-		return g.tool.Run(ctx, call)
+	w := g.w
+	if why, denied := g.deny(call); denied {
+		return g.refuse(call, why)
 	}
-	reason := refusal(g.mode, g.kind, call.Name)
-	if g.approver != nil && g.mode != ModePlan {
-		allow, updated, why := g.approver.Approve(ctx, call, g.kind)
+	if w.mode.Allows(g.kind) {
+		if why := g.protected(call, w.mode); why != "" {
+			return g.refuse(call, why)
+		}
+		return g.run(ctx, call)
+	}
+	reason := refusal(w.mode, g.kind, call.Name)
+	if w.approver != nil && w.mode != ModePlan {
+		mode := w.mode
+		if r, ok := w.approver.(modeReporter); ok {
+			mode = r.Mode()
+		}
+		if why := g.protected(call, mode); why != "" {
+			return g.refuse(call, why)
+		}
+		allow, updated, why := w.approver.Approve(ctx, call, g.kind)
 		if allow && ctx.Err() == nil {
 			if updated != nil {
 				call.Input = updated
+				if why, denied := g.deny(call); denied {
+					return g.refuse(call, why)
+				}
+				if why := g.protected(call, mode); why != "" {
+					return g.refuse(call, why)
+				}
 			}
-			return g.tool.Run(ctx, call)
+			return g.run(ctx, call)
 		}
 		if why = strings.TrimSpace(why); why != "" {
 			reason = fmt.Sprintf("%s was not approved: %s", call.Name, why)
@@ -157,8 +191,55 @@ func (g gate) Run(ctx context.Context, call Call) Result {
 			reason = fmt.Sprintf("%s was not approved", call.Name)
 		}
 	}
-	if g.onDenial != nil {
-		g.onDenial(Denial{Call: call, Kind: g.kind, Reason: reason})
+	return g.refuse(call, reason)
+}
+
+// run runs the call and redacts the result.
+func (g gate) run(ctx context.Context, call Call) Result {
+	res := g.tool.Run(ctx, call)
+	res.Content = g.w.secrets.Redact(res.Content)
+	return res
+}
+
+func (g gate) deny(call Call) (string, bool) {
+	if g.w.deny == nil {
+		return "", false
+	}
+	why, denied := g.w.deny.Deny(call)
+	if !denied {
+		return "", false
+	}
+	return fmt.Sprintf("%s is refused: %s", call.Name, why), true
+}
+
+// protected returns the refusal of an edit of protected configuration under mode, or "".
+// A path that does not resolve is left to the tool, which reports it.
+func (g gate) protected(call Call, mode Mode) string {
+	if g.kind != KindEdit || mode == ModeYolo {
+		return ""
+	}
+	var args struct {
+		FilePath string `json:"file_path"`
+	}
+	if json.Unmarshal(call.Input, &args) != nil || args.FilePath == "" {
+		return ""
+	}
+	abs, err := g.w.Resolve(args.FilePath)
+	if err != nil {
+		return ""
+	}
+	shown := g.w.display(abs)
+	what, ok := Protected(shown)
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("%s: %s is %s; the workspace tools do not change it below --approval-mode yolo", call.Name, shown, what)
+}
+
+// refuse records the denial and returns the refusal the model sees.
+func (g gate) refuse(call Call, reason string) Result {
+	if g.w.onDenial != nil {
+		g.w.onDenial(Denial{Call: call, Kind: g.kind, Reason: reason})
 	}
 	return Result{Content: reason, IsError: true}
 }
@@ -168,7 +249,7 @@ func (g gate) Run(ctx context.Context, call Call) Result {
 // denial hook) when nobody approves them. It gates tools that come from elsewhere, such as
 // an MCP server's, which run like commands (KindExec).
 func (w *Workspace) Gate(t Tool, k Kind) Tool {
-	return gate{tool: t, kind: k, mode: w.mode, approver: w.approver, onDenial: w.onDenial}
+	return gate{tool: t, kind: k, w: w}
 }
 
 // refusal is the message the model sees when mode refuses a call of kind k.

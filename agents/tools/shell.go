@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ const shellDescription = `Run a command with bash -c in the workspace root, stdi
 - timeout_ms: default %d (%s), at most %d (%s). On timeout the command and every process it started are killed.
 - Output past %d characters is cut in the middle (the start and the end are kept).
 - A non-zero exit code is reported as an error, with the output.
+- The environment has no API keys (stoke removes its providers' keys and the variables the user denied).
 - Each call is a new shell: cd and variables do not carry over. Processes left running in the background are killed if they still hold the output when the command ends.`
 
 // shellWaitDelay is how long a finished command's background processes may keep its output
@@ -65,6 +67,7 @@ func (t shellTool) Run(ctx context.Context, call Call) Result {
 	out := &headTail{max: t.w.limits.OutputChars}
 	cmd := exec.CommandContext(runCtx, bash, "-c", args.Command)
 	cmd.Dir = t.w.root
+	cmd.Env = t.w.secrets.Environ(os.Environ())
 	cmd.Stdout, cmd.Stderr = out, out // one pipe: the two stay interleaved
 	cmd.WaitDelay = t.waitDelay
 	if cmd.WaitDelay == 0 {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/stoke-cli/stoke/agents/secrets"
 )
 
 // Names of the workspace tools.
@@ -90,6 +92,14 @@ func WithApprover(a Approver) Option { return func(w *Workspace) { w.approver = 
 // permission_denials). It may be called from several goroutines at once.
 func WithDenialHook(f func(Denial)) Option { return func(w *Workspace) { w.onDenial = f } }
 
+// WithDenier sets the rules that refuse calls before the approval mode is asked.
+func WithDenier(d Denier) Option { return func(w *Workspace) { w.deny = d } }
+
+// WithSecrets sets the secrets policy: the shell tool runs with the environment it
+// leaves, and every tool result is redacted with it. Without it the provider keys are
+// still kept out of the shell (a nil *secrets.Policy).
+func WithSecrets(p *secrets.Policy) Option { return func(w *Workspace) { w.secrets = p } }
+
 // WithLimits sets the output limits; zero fields keep their defaults.
 func WithLimits(l Limits) Option { return func(w *Workspace) { w.limits = l.withDefaults() } }
 
@@ -103,6 +113,8 @@ type Workspace struct {
 	mode     Mode
 	approver Approver
 	onDenial func(Denial)
+	deny     Denier
+	secrets  *secrets.Policy
 	limits   Limits
 	edits    *sync.Mutex // held by write_file and edit for their read-modify-write
 }
@@ -155,6 +167,19 @@ func (w *Workspace) WithMode(m Mode) (*Workspace, error) {
 	return &c, nil
 }
 
+// With returns a copy of w with more options applied (another Approver or Denier for one
+// agent). The copy shares w's edit lock.
+func (w *Workspace) With(opts ...Option) *Workspace {
+	c := *w
+	for _, o := range opts {
+		o(&c)
+	}
+	return &c
+}
+
+// Secrets returns the secrets policy the tools apply (nil when none was set).
+func (w *Workspace) Secrets() *secrets.Policy { return w.secrets }
+
 // Tools returns the workspace tools, gated by the approval mode: all six when allow is
 // empty, else those allow names (stoke's names or Claude Code's, see CanonicalName), in
 // the order of WorkspaceToolNames. Names that match no workspace tool are returned as
@@ -181,7 +206,7 @@ func (w *Workspace) Tools(allow []string) (ts []Tool, unknown []string) {
 	}
 	for _, t := range all {
 		if len(allow) == 0 || want[t.tool.Spec().Name] {
-			ts = append(ts, gate{tool: t.tool, kind: t.kind, mode: w.mode, approver: w.approver, onDenial: w.onDenial})
+			ts = append(ts, gate{tool: t.tool, kind: t.kind, w: w})
 		}
 	}
 	return ts, unknown
@@ -247,6 +272,17 @@ func (w *Workspace) Resolve(p string) (string, error) {
 		cur = target
 	}
 	return cur, nil
+}
+
+// RelPath returns p (relative to the root, or absolute inside it) as a clean slash path
+// relative to the root, symbolic links resolved: every spelling of one file gives the same
+// answer ("." for the root). Errors are Resolve's.
+func (w *Workspace) RelPath(p string) (string, error) {
+	abs, err := w.Resolve(p)
+	if err != nil {
+		return "", err
+	}
+	return w.display(abs), nil
 }
 
 // within returns p relative to dir when p is dir or below it (both absolute and clean).

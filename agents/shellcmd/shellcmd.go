@@ -1,0 +1,323 @@
+// Package shellcmd reads a bash command line the way bash would run it, without running
+// it: the simple commands it holds at any depth (in lists, pipelines, subshells, blocks,
+// loops, functions, $(…), backticks and process substitutions) and the files its
+// redirections touch. Permission rules (package permission) and the checks on hook
+// scripts are built on it. The parser is mvdan.cc/sh/v3/syntax in bash mode.
+package shellcmd
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// Word is one word of a command as bash would pass it, when that can be known without
+// running anything.
+type Word struct {
+	// Value is the word after quote removal; meaningful only when Literal.
+	Value string
+	// Literal: the word expands to Value and nothing else. Parameter and arithmetic
+	// expansions, command and process substitutions, unquoted glob characters (* ? [),
+	// braces and a leading ~ make a word not literal.
+	Literal bool
+}
+
+// Command is one simple command.
+type Command struct {
+	// Words are the command name and its arguments. An assignment-only command
+	// ("X=1") has none.
+	Words []Word
+	// Assigns: the command sets variables: NAME=value words before it or alone, or a
+	// declaration builtin (export, declare, local, readonly, typeset).
+	Assigns bool
+}
+
+// Name returns the command name when it is literal.
+func (c Command) Name() (string, bool) {
+	if len(c.Words) == 0 || !c.Words[0].Literal {
+		return "", false
+	}
+	return c.Words[0].Value, true
+}
+
+// Redirect is a redirection from or to a file (not a here-document, not a descriptor
+// duplication such as 2>&1).
+type Redirect struct {
+	// Write: the file is written (>, >>, >|, &>, &>>, <>, >&file); else it is read (<).
+	Write  bool
+	Target Word
+}
+
+// Script is what one command line does.
+type Script struct {
+	Commands  []Command
+	Redirects []Redirect
+}
+
+// Parse parses src as bash. A command line bash would reject, or that this parser does
+// not understand, is an error.
+func Parse(src string) (*Script, error) {
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
+	if err != nil {
+		return nil, fmt.Errorf("parse shell command: %w", err)
+	}
+	s := &Script{}
+	syntax.Walk(f, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.Stmt:
+			for _, r := range n.Redirs {
+				if rd, ok := redirect(r); ok {
+					s.Redirects = append(s.Redirects, rd)
+				}
+			}
+		case *syntax.CallExpr:
+			c := Command{Assigns: len(n.Assigns) > 0}
+			for _, w := range n.Args {
+				c.Words = append(c.Words, word(w))
+			}
+			s.Commands = append(s.Commands, c)
+		case *syntax.DeclClause:
+			c := Command{Assigns: true, Words: []Word{{Value: n.Variant.Value, Literal: true}}}
+			for _, a := range n.Args {
+				if a.Naked && a.Name == nil && a.Value != nil {
+					c.Words = append(c.Words, word(a.Value))
+				} else {
+					c.Words = append(c.Words, Word{})
+				}
+			}
+			s.Commands = append(s.Commands, c)
+		}
+		return true
+	})
+	return s, nil
+}
+
+// redirect classifies one redirection; ok is false for those that name no file.
+func redirect(r *syntax.Redirect) (Redirect, bool) {
+	switch r.Op {
+	case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.AppClob, syntax.RdrAll,
+		syntax.RdrAllClob, syntax.AppAll, syntax.AppAllClob, syntax.RdrInOut:
+		return Redirect{Write: true, Target: word(r.Word)}, true
+	case syntax.RdrIn:
+		return Redirect{Target: word(r.Word)}, true
+	case syntax.DplOut, syntax.DplIn:
+		w := word(r.Word)
+		if w.Literal && (w.Value == "-" || isDigits(strings.TrimSuffix(w.Value, "-"))) {
+			return Redirect{}, false // 2>&1, >&-, <&3
+		}
+		return Redirect{Write: r.Op == syntax.DplOut, Target: w}, true
+	}
+	return Redirect{}, false // here-documents and here-strings
+}
+
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// word evaluates w when it is literal.
+func word(w *syntax.Word) Word {
+	if w == nil || len(w.Parts) == 0 {
+		return Word{}
+	}
+	var b strings.Builder
+	for i, part := range w.Parts {
+		switch p := part.(type) {
+		case *syntax.Lit:
+			if i == 0 && strings.HasPrefix(p.Value, "~") {
+				return Word{} // tilde expansion
+			}
+			if !unquoted(&b, p.Value) {
+				return Word{}
+			}
+		case *syntax.SglQuoted:
+			if p.Dollar && strings.Contains(p.Value, `\`) {
+				return Word{} // $'…' with escapes
+			}
+			b.WriteString(p.Value)
+		case *syntax.DblQuoted:
+			if p.Dollar {
+				return Word{} // $"…": translated
+			}
+			for _, q := range p.Parts {
+				lit, ok := q.(*syntax.Lit)
+				if !ok {
+					return Word{}
+				}
+				doubleQuoted(&b, lit.Value)
+			}
+		default:
+			return Word{}
+		}
+	}
+	return Word{Value: b.String(), Literal: true}
+}
+
+// unquoted writes an unquoted literal after quote removal; it reports false when bash
+// would expand it (glob characters, braces).
+func unquoted(b *strings.Builder, s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '\\':
+			if i+1 < len(s) {
+				i++
+				if s[i] != '\n' {
+					b.WriteByte(s[i])
+				}
+			}
+		case '*', '?', '[', '{':
+			return false
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return true
+}
+
+// doubleQuoted writes a literal from inside double quotes after quote removal: a
+// backslash escapes only $ ` " \ and a newline there.
+func doubleQuoted(b *strings.Builder, s string) {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '\\' && i+1 < len(s) && strings.IndexByte("$`\"\\\n", s[i+1]) >= 0 {
+			i++
+			if s[i] != '\n' {
+				b.WriteByte(s[i])
+			}
+			continue
+		}
+		b.WriteByte(c)
+	}
+}
+
+// shells are the interpreters whose -c argument is a command line of its own.
+var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true, "ash": true, "mksh": true}
+
+// Inner returns the command line c runs as a string, when it is literal: the argument
+// of -c for a shell (bash -c '…', sh -ec '…'), and the joined arguments of eval.
+// inner is false when c runs no such string; literal is false when it does but the
+// string cannot be known without running anything.
+func (c Command) Inner() (src string, inner, literal bool) {
+	name, ok := c.Name()
+	if !ok {
+		return "", false, false
+	}
+	switch base := path.Base(name); {
+	case base == "eval":
+		var parts []string
+		for _, w := range c.Words[1:] {
+			if !w.Literal {
+				return "", true, false
+			}
+			parts = append(parts, w.Value)
+		}
+		return strings.Join(parts, " "), true, true
+	case shells[base]:
+		hasC := false
+		args := c.Words[1:]
+		for i := 0; i < len(args); i++ {
+			w := args[i]
+			if !w.Literal {
+				return "", true, false // an option or the operand we cannot read
+			}
+			switch v := w.Value; {
+			case v == "--" || v == "-":
+				if i+1 < len(args) && hasC {
+					return args[i+1].Value, true, args[i+1].Literal
+				}
+				return "", hasC, false
+			case strings.HasPrefix(v, "--"):
+				continue // --norc, --login, ...
+			case len(v) > 1 && (v[0] == '-' || v[0] == '+'):
+				if v[0] == '-' && strings.ContainsRune(v[1:], 'c') {
+					hasC = true
+				}
+				if strings.ContainsAny(v[1:], "oO") {
+					i++ // -o pipefail
+				}
+				continue
+			}
+			if !hasC {
+				return "", false, false // bash script.sh
+			}
+			return w.Value, true, true
+		}
+		if hasC {
+			return "", true, false
+		}
+	}
+	return "", false, false
+}
+
+// wrappers are commands that run their arguments as another command, with the options
+// that take a separate value.
+var wrappers = map[string]map[string]bool{
+	"command": {}, "builtin": {}, "exec": {"-a": true}, "nohup": {}, "time": {},
+	"env":     {"-u": true, "-C": true, "-S": true, "--unset": true, "--chdir": true},
+	"nice":    {"-n": true, "--adjustment": true},
+	"sudo":    {"-u": true, "-g": true, "-C": true, "-D": true, "-h": true, "-p": true, "-r": true, "-t": true, "-U": true},
+	"doas":    {"-u": true, "-C": true},
+	"timeout": {"-s": true, "-k": true, "--signal": true, "--kill-after": true},
+	"xargs":   {"-I": true, "-n": true, "-P": true, "-L": true, "-d": true, "-E": true, "-s": true, "-a": true},
+	"stdbuf":  {"-i": true, "-o": true, "-e": true},
+	"setsid":  {}, "chroot": {}, "ionice": {"-c": true, "-n": true, "-p": true}, "unbuffer": {},
+}
+
+// Unwrapped returns the command that c runs through wrappers such as env, nice, sudo,
+// timeout or xargs (after their options, env's NAME=value words and timeout's
+// duration), with the name shortened to its base name (/bin/rm is rm); ok is false when
+// a word that decides it is not literal. A command without a wrapper comes back with
+// only its name shortened.
+func (c Command) Unwrapped() (Command, bool) {
+	words := c.Words
+	for {
+		if len(words) == 0 {
+			return Command{Assigns: c.Assigns}, true
+		}
+		if !words[0].Literal {
+			return Command{}, false
+		}
+		base := path.Base(words[0].Value)
+		opts, wrapper := wrappers[base]
+		if !wrapper {
+			out := append([]Word{{Value: base, Literal: true}}, words[1:]...)
+			return Command{Words: out, Assigns: c.Assigns}, true
+		}
+		rest := words[1:]
+		durationNext := base == "timeout"
+		for len(rest) > 0 {
+			w := rest[0]
+			if !w.Literal {
+				return Command{}, false
+			}
+			switch {
+			case w.Value == "--":
+				rest = rest[1:]
+			case strings.HasPrefix(w.Value, "-"):
+				rest = rest[1:]
+				if opts[w.Value] && len(rest) > 0 {
+					rest = rest[1:]
+				}
+				continue
+			case base == "env" && strings.Contains(w.Value, "="):
+				rest = rest[1:]
+				continue
+			case durationNext:
+				durationNext = false
+				rest = rest[1:]
+				continue
+			}
+			break
+		}
+		words = rest
+	}
+}
