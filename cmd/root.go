@@ -154,6 +154,7 @@ api-key in a settings file.`,
 	})
 
 	addRunFlags(cmd.Flags())
+	addRecordFlags(cmd.Flags())
 	addClaudeFlags(cmd.Flags())
 
 	cmd.AddCommand(NewCmdVersion(deps))

@@ -54,7 +54,7 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, runF RunFunc
 	if err != nil {
 		return err
 	}
-	model, err := newModel(cfg, cwd)
+	model, cas, err := openModel(flags, deps, cfg, cwd, logger) // --record, --replay (record.go)
 	if err != nil {
 		return err
 	}
@@ -111,7 +111,7 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, runF RunFunc
 		opts.Tracer = tracing.Tracer()
 	}
 	logger.Debug("starting run", "session_id", sessionID, "cwd", cwd, "home", home, "config", cfg)
-	return runF(ctx, opts)
+	return cas.run(ctx, opts, runF)
 }
 
 // readPrompt returns the prompt of a text run, or stdin for a stream-json run.
