@@ -63,6 +63,8 @@ package e2e
 //
 //	  exitcode 2 stoke --no-such-flag
 //	  stderr -count=1 '^.'            exactly one non-empty line on stderr
+//
+// mockanthropic, mockstop, normstream: see record_cmds_test.go.
 
 import (
 	"bytes"
@@ -79,6 +81,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/tidwall/gjson"
 
+	"github.com/stoke-cli/stoke/agents/llm/anthropic/anthropictest"
 	"github.com/stoke-cli/stoke/agents/llm/scripted"
 	"github.com/stoke-cli/stoke/e2e/mockllm"
 	"github.com/stoke-cli/stoke/streamjson"
@@ -93,15 +96,21 @@ func commands() map[string]scriptCmd {
 		"jsonl":       cmdJSONL,
 		"validstream": cmdValidStream,
 		"exitcode":    cmdExitCode,
+		// record_cmds_test.go
+		"mockanthropic": cmdMockAnthropic,
+		"mockstop":      cmdMockStop,
+		"normstream":    cmdNormStream,
 	}
 }
 
 // mockKey keys the script's *mockState in testscript's per-script values.
 type mockKey struct{}
 
-// mockState is the mock server of one script (nil until mockllm runs).
+// mockState is the mock server of one script (nil until mockllm runs), and its
+// Anthropic one (nil until mockanthropic runs).
 type mockState struct {
-	srv *mockllm.Server
+	srv       *mockllm.Server
+	anthropic *anthropictest.Server
 }
 
 func mockOf(ts *testscript.TestScript) *mockState { return ts.Value(mockKey{}).(*mockState) }
