@@ -84,3 +84,62 @@ func (l *launches) identify(ctx context.Context, req *llm.Request) identity {
 	}
 	return identity{agent: agent, task: key}
 }
+
+// agentState is what a recording or a replay keeps of one agent. Its calls never
+// overlap, but mu guards it in case two agents share an identity (calls made outside any
+// task).
+type agentState struct {
+	mu    sync.Mutex
+	calls int
+	h     *hasher
+	// what the agent's previous entry outlined (the recorder writes only changes)
+	system string
+	tools  []string
+}
+
+// agentTable holds the state of every agent of the run. It is safe for concurrent use.
+type agentTable struct {
+	norm *normaliser
+
+	mu sync.Mutex
+	m  map[identity]*agentState
+}
+
+func newAgentTable(norm *normaliser) *agentTable {
+	return &agentTable{norm: norm, m: make(map[identity]*agentState)}
+}
+
+// get returns who's state, made on first use.
+func (t *agentTable) get(who identity) *agentState {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	a := t.m[who]
+	if a == nil {
+		a = &agentState{h: newHasher(t.norm)}
+		t.m[who] = a
+	}
+	return a
+}
+
+// begun is a call as a recording or a replay first sees it: who made it, its index among
+// that agent's calls, and its request's fingerprint (keep: the messages it shares with the
+// agent's previous request). The agent's state stays locked until end.
+type begun struct {
+	who   identity
+	a     *agentState
+	index int
+	fp    string
+	keep  int
+}
+
+// begin identifies and fingerprints the call of req under ctx.
+func (t *agentTable) begin(ctx context.Context, l *launches, req *llm.Request) begun {
+	who := l.identify(ctx, req)
+	a := t.get(who)
+	a.mu.Lock()
+	a.calls++
+	fp, keep := a.h.add(req)
+	return begun{who: who, a: a, index: a.calls, fp: fp, keep: keep}
+}
+
+func (b begun) end() { b.a.mu.Unlock() }

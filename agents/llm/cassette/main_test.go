@@ -130,3 +130,14 @@ func (g *gated) Generate(ctx context.Context, req *llm.Request) iter.Seq2[llm.Ev
 		yield(llm.Event{Kind: llm.EventDone, StopReason: llm.StopEndTurn, Usage: llm.Usage{InputTokens: 3, OutputTokens: 1}, MessageID: "msg_1"}, nil)
 	}
 }
+
+// mustOpen opens the cassette at path for replay, closed when the test ends.
+func mustOpen(t *testing.T, path string, cfg ReplayConfig) *Replayer {
+	t.Helper()
+	p, err := Open(path, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}

@@ -60,20 +60,9 @@ type Recorder struct {
 	requests int   // requests sent so far (the last Seq given)
 	ended    []int // calls whose turns ended since the last entry was written
 	stops    map[int]func() bool
-	agents   map[identity]*recAgent
+	agents   *agentTable
 	entries  int
 	closed   bool
-}
-
-// recAgent is the recorder's state for one agent; its calls never overlap, but mu guards
-// it in case two agents share an identity (calls made outside any task).
-type recAgent struct {
-	mu    sync.Mutex
-	calls int
-	h     *hasher
-	// what the previous entry of the agent outlined, to write only what changed
-	system string
-	tools  []string
 }
 
 // Record starts a recording of inner's calls into cfg.Path.
@@ -89,7 +78,7 @@ func Record(inner llm.Model, cfg RecordConfig) (*Recorder, error) {
 	_, _ = rand.Read(seed) // crypto/rand.Read never fails (Go 1.24+)
 	r := &Recorder{
 		inner: inner, cfg: cfg, norm: norm, l: newLaunches(seed),
-		stops: make(map[int]func() bool), agents: make(map[identity]*recAgent),
+		stops: make(map[int]func() bool), agents: newAgentTable(norm),
 	}
 	var pairs []string
 	for _, s := range cfg.Secrets {
@@ -139,12 +128,9 @@ func (r *Recorder) NewTaskID(toolUseID string) string { return r.l.newTaskID(too
 // answer has ended. A call whose entry cannot be written fails with the write error.
 func (r *Recorder) Generate(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
 	return func(yield func(llm.Event, error) bool) {
-		who := r.l.identify(ctx, req)
-		a := r.agent(who)
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		a.calls++
-		fp, keep := a.h.add(req)
+		b := r.agents.begin(ctx, r.l, req)
+		defer b.end()
+		who := b.who
 		r.mu.Lock()
 		if r.err != nil {
 			err := r.err
@@ -159,8 +145,8 @@ func (r *Recorder) Generate(ctx context.Context, req *llm.Request) iter.Seq2[llm
 
 		e := &Entry{Agent: who.agent, Once: true}
 		e.When.Step = step(req)
-		e.Call = Call{Task: who.task, Index: a.calls, Seq: seq, Fingerprint: fp}
-		a.outline(&e.Call, req.Model, keep)
+		e.Call = Call{Task: who.task, Index: b.index, Seq: seq, Fingerprint: b.fp}
+		b.a.outline(&e.Call, req.Model, b.keep)
 		start := r.cfg.Now()
 		var (
 			text    strings.Builder
@@ -179,7 +165,7 @@ func (r *Recorder) Generate(ctx context.Context, req *llm.Request) iter.Seq2[llm
 				text.WriteString(ev.Text)
 			case llm.EventToolCall:
 				calls = append(calls, ev.ToolCall)
-				r.l.sawToolCall(who, a.calls, len(calls), ev.ToolCall.ID)
+				r.l.sawToolCall(who, b.index, len(calls), ev.ToolCall.ID)
 			case llm.EventDone:
 				done = ev
 			}
@@ -217,19 +203,8 @@ func (r *Recorder) Generate(ctx context.Context, req *llm.Request) iter.Seq2[llm
 	}
 }
 
-func (r *Recorder) agent(who identity) *recAgent {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	a := r.agents[who]
-	if a == nil {
-		a = &recAgent{h: newHasher(r.norm)}
-		r.agents[who] = a
-	}
-	return a
-}
-
 // outline fills c's request outline: what changed since the agent's previous entry.
-func (a *recAgent) outline(c *Call, model string, keep int) {
+func (a *agentState) outline(c *Call, model string, keep int) {
 	o := a.h.outline(model)
 	c.Model = o.Model
 	if a.calls == 1 || o.System != a.system {

@@ -59,11 +59,7 @@ func TestRecordThenReplayAnswersAsRecorded(t *testing.T) {
 		t.Fatalf("recorded run failed: %v %v", want[0].err, want[1].err)
 	}
 
-	p, err := Open(path, ReplayConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := mustOpen(t, path, ReplayConfig{})
 	c := newConv(t.Context(), "parent", "You are stoke.", "read_file", "task")
 	got := []answer{c.send(p, llm.UserText("main.go"))}
 	got = append(got, c.send(p, results(got[0], "package main")))
@@ -90,11 +86,7 @@ func TestReplayKeepsArgumentsAsWritten(t *testing.T) {
 	const raw = `{"z_last":1.50,"file_path":"a<b>.txt","a_first":[true,null,"x",{"k":-2e3}]}`
 	path := filepath.Join(t.TempDir(), "c.yaml")
 	want := record(t, &rawModel{input: raw}, path, RecordConfig{}, "x", "y")
-	p, err := Open(path, ReplayConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := mustOpen(t, path, ReplayConfig{})
 	c := newConv(t.Context(), "parent", "You are stoke.", "read_file", "task")
 	got := c.send(p, llm.UserText("x"))
 	if string(got.calls[0].Input) != raw || string(want[0].calls[0].Input) != raw {
@@ -234,11 +226,7 @@ func TestRecordErrorsAndCancellation(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	p, err := Open(path, ReplayConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := mustOpen(t, path, ReplayConfig{})
 	c = newConv(t.Context(), "parent", "s")
 	got := c.send(p, llm.UserText("hi"))
 	var pe *llm.ProviderError

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -78,14 +80,8 @@ type Replayer struct {
 	requests int           // requests [1, requests] have all come in
 	ended    map[int]bool  // calls (by Seq) whose turns ended
 	stops    []func() bool
-	agents   map[identity]*repAgent
+	agents   *agentTable
 	failed   error
-}
-
-type repAgent struct {
-	mu    sync.Mutex
-	calls int
-	h     *hasher
 }
 
 // Open loads the cassette at path for replay. A partial cassette (a recording whose
@@ -108,19 +104,12 @@ func Open(path string, cfg ReplayConfig) (*Replayer, error) {
 
 // NewReplayer returns a Replayer of f, which should come from Load or Parse.
 func NewReplayer(f *File, cfg ReplayConfig) (*Replayer, error) {
-	switch cfg.Mode {
-	case "":
-		cfg.Mode = ModeStrict
-	case ModeStrict, ModeLenient:
-	default:
-		return nil, fmt.Errorf("replay mode %q: want %s or %s", cfg.Mode, ModeStrict, ModeLenient)
+	var err error
+	if cfg.Mode, err = oneOf("replay mode", cfg.Mode, ModeStrict, ModeLenient); err != nil {
+		return nil, err
 	}
-	switch cfg.Timing {
-	case "":
-		cfg.Timing = TimingZero
-	case TimingZero, TimingReal:
-	default:
-		return nil, fmt.Errorf("replay timing %q: want %s or %s", cfg.Timing, TimingZero, TimingReal)
+	if cfg.Timing, err = oneOf("replay timing", cfg.Timing, TimingZero, TimingReal); err != nil {
+		return nil, err
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -137,7 +126,7 @@ func NewReplayer(f *File, cfg ReplayConfig) (*Replayer, error) {
 		f: f, cfg: cfg, norm: norm, l: newLaunches(seed),
 		index: make(map[identity]map[int]int), inputs: make([][]json.RawMessage, len(f.Rules)),
 		wake: make(chan struct{}), done: make([]bool, len(f.Rules)),
-		arrived: make(map[int]bool), ended: make(map[int]bool), agents: make(map[identity]*repAgent),
+		arrived: make(map[int]bool), ended: make(map[int]bool), agents: newAgentTable(norm),
 	}
 	for i := range f.Rules {
 		e := &f.Rules[i]
@@ -189,32 +178,29 @@ func (p *Replayer) Generate(ctx context.Context, req *llm.Request) iter.Seq2[llm
 
 func (p *Replayer) generate(ctx context.Context, req *llm.Request, yield func(llm.Event, error) bool) error {
 	arrival := time.Now()
-	who := p.l.identify(ctx, req)
-	a := p.agent(who)
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.calls++
-	fp, _ := a.h.add(req)
-	pos, ok := p.index[who][a.calls]
+	b := p.agents.begin(ctx, p.l, req)
+	defer b.end()
+	who, call := b.who, b.index
+	pos, ok := p.index[who][call]
 	if !ok {
-		return p.fail(fmt.Errorf("replay: agent %s, call %d: %w (%s)", who, a.calls, ErrNotRecorded, p.recordedCalls(who)))
+		return p.fail(fmt.Errorf("replay: agent %s, call %d: %w (%s)", who, call, ErrNotRecorded, p.recordedCalls(who)))
 	}
 	e := &p.f.Rules[pos]
 	strict := p.cfg.Mode == ModeStrict
 	if err := p.arrive(ctx, e.Call.Seq); err != nil {
 		return err
 	}
-	if fp != e.Call.Fingerprint {
-		field := firstDifference(p.recordedOutline(who, a.calls), a.h.outline(req.Model))
+	if b.fp != e.Call.Fingerprint {
+		field := firstDifference(p.recordedOutline(who, call), b.a.h.outline(req.Model))
 		if field == "" {
 			field = "fingerprint (the outline agrees: was the cassette edited?)"
 		}
 		if strict {
 			return p.fail(fmt.Errorf("replay: agent %s, call %d: %w at %s (re-record the cassette, or replay with --replay-mode lenient)",
-				who, a.calls, ErrMismatch, field))
+				who, call, ErrMismatch, field))
 		}
 		p.cfg.Logger.Warn("replay: the request differs from the recording; answering as recorded",
-			"agent", who.String(), "call", a.calls, "field", field)
+			"agent", who.String(), "call", call, "field", field)
 	}
 	if strict {
 		if err := p.awaitTurn(ctx, pos); err != nil {
@@ -228,7 +214,7 @@ func (p *Replayer) generate(ctx context.Context, req *llm.Request, yield func(ll
 			return fmt.Errorf("replay: %w", err)
 		}
 	}
-	return p.answer(ctx, who, a.calls, pos, yield)
+	return p.answer(ctx, who, call, pos, yield)
 }
 
 // answer streams the recorded reply of entry pos.
@@ -264,17 +250,6 @@ func (p *Replayer) answer(ctx context.Context, who identity, call, pos int, yiel
 	}
 	yield(llm.Event{Kind: llm.EventDone, StopReason: r.StopReason, Usage: u, MessageID: e.Call.MessageID, Model: e.Call.ResponseModel}, nil)
 	return nil
-}
-
-func (p *Replayer) agent(who identity) *repAgent {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	a := p.agents[who]
-	if a == nil {
-		a = &repAgent{h: newHasher(p.norm)}
-		p.agents[who] = a
-	}
-	return a
 }
 
 // arrive records that the request recorded as seq came in, and watches for the end of its turn.
@@ -438,6 +413,17 @@ func (p *Replayer) Close() {
 	for _, stop := range stops {
 		stop()
 	}
+}
+
+// oneOf returns v, or def (the first allowed value) when v is empty.
+func oneOf(what, v string, allowed ...string) (string, error) {
+	if v == "" {
+		return allowed[0], nil
+	}
+	if !slices.Contains(allowed, v) {
+		return "", fmt.Errorf("%s %q: want one of %s", what, v, strings.Join(allowed, ", "))
+	}
+	return v, nil
 }
 
 func sleepUntil(ctx context.Context, t time.Time) error {

@@ -44,11 +44,7 @@ func TestStrictReplayNamesTheFirstDifference(t *testing.T) {
 			t.Parallel()
 			var failed []error
 			var mu sync.Mutex
-			p, err := Open(path, ReplayConfig{OnFail: func(err error) { mu.Lock(); failed = append(failed, err); mu.Unlock() }})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer p.Close()
+			p := mustOpen(t, path, ReplayConfig{OnFail: func(err error) { mu.Lock(); failed = append(failed, err); mu.Unlock() }})
 			c := newConv(t.Context(), "parent", "You are stoke.", "read_file", "task")
 			a := c.send(p, llm.UserText("main.go"))
 			if a.err != nil {
@@ -82,11 +78,7 @@ func TestLenientReplayAnswersAndWarns(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "look.yaml")
 	want := record(t, mustScenario(t, lookScenario), path, RecordConfig{}, "main.go", "package main")
 	var logs bytes.Buffer
-	p, err := Open(path, ReplayConfig{Mode: ModeLenient, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := mustOpen(t, path, ReplayConfig{Mode: ModeLenient, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	c := newConv(t.Context(), "parent", "You are stoke.", "read_file", "task")
 	a := c.send(p, llm.UserText("main.rs"))
 	if a.err != nil || a.text != want[0].text {
@@ -133,11 +125,7 @@ func TestStrictReplayKeepsTheRecordedOrder(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		p, err := Open(path, ReplayConfig{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer p.Close()
+		p := mustOpen(t, path, ReplayConfig{})
 		parent = newConv(t.Context(), "parent", "p", "task")
 		launch = parent.send(p, llm.UserText("go"))
 		if id := p.NewTaskID(launch.calls[0].ID); id != taskID {
@@ -193,10 +181,7 @@ func TestReplayTiming(t *testing.T) {
 			timing string
 			want   time.Duration
 		}{{"", 0}, {TimingZero, 0}, {TimingReal, 3 * time.Second}} {
-			p, err := Open(path, ReplayConfig{Timing: tc.timing})
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := mustOpen(t, path, ReplayConfig{Timing: tc.timing})
 			start := time.Now()
 			if a := newConv(t.Context(), "parent", "p").send(p, llm.UserText("hi")); a.err != nil {
 				t.Fatal(a.err)
@@ -204,7 +189,6 @@ func TestReplayTiming(t *testing.T) {
 			if took := time.Since(start); took != tc.want {
 				t.Errorf("timing %q: the answer took %v, want %v", tc.timing, took, tc.want)
 			}
-			p.Close()
 		}
 	})
 }
@@ -242,16 +226,12 @@ func TestReplayInAnotherCheckout(t *testing.T) {
 		{"/ci/checkout", "read /ci/checkout/other.go <usage><duration_ms>3</duration_ms></usage>", false},
 		{"/ci/checkout", "read /home/dev/proj/main.go <usage><duration_ms>812</duration_ms></usage>", false},
 	} {
-		p, err := Open(path, ReplayConfig{CWD: tc.cwd})
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := mustOpen(t, path, ReplayConfig{CWD: tc.cwd})
 		c := newConv(t.Context(), "parent", "You are stoke.", "read_file")
 		a := c.send(p, llm.UserText("main.go"))
 		b := c.send(p, results(a, tc.result))
 		if (b.err == nil) != tc.ok {
 			t.Errorf("cwd %s, result %q: err = %v, want ok=%v", tc.cwd, tc.result, b.err, tc.ok)
 		}
-		p.Close()
 	}
 }
