@@ -89,19 +89,20 @@ type cassetteRun struct {
 }
 
 // openModel returns the run's model: the replayed cassette with --replay, else the
-// configured provider (which --record wraps when the run starts, in cassetteRun.run).
-func openModel(flags *pflag.FlagSet, deps *Deps, cfg *Config, cwd string, logger *slog.Logger) (llm.Model, *cassetteRun, error) {
+// configured provider that provider builds (which --record wraps when the run starts, in
+// cassetteRun.run).
+func openModel(flags *pflag.FlagSet, deps *Deps, cfg *Config, cwd string, logger *slog.Logger, provider func() (llm.Model, error)) (llm.Model, *cassetteRun, error) {
 	o, err := readRecordOptions(flags, deps.LookupEnv, cwd)
 	if err != nil {
 		return nil, nil, err
 	}
 	if o.record == "" && o.replay == "" {
-		m, err := newModel(cfg, cwd)
+		m, err := provider()
 		return m, nil, err
 	}
 	c := &cassetteRun{opts: o, cfg: cfg, cwd: cwd, version: deps.Version, secrets: secrets(cfg, deps.LookupEnv), logger: logger}
 	if o.replay == "" {
-		m, err := newModel(cfg, cwd)
+		m, err := provider()
 		return m, c, err
 	}
 	if c.replay, err = cassette.Open(o.replay, cassette.ReplayConfig{

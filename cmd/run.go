@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/llm/price"
 	"github.com/stoke-cli/stoke/agents/trace"
 	"github.com/stoke-cli/stoke/headless"
@@ -54,7 +55,9 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, runF RunFunc
 	if err != nil {
 		return err
 	}
-	model, cas, err := openModel(flags, deps, cfg, cwd, logger) // --record, --replay (record.go)
+	model, cas, err := openModel(flags, deps, cfg, cwd, logger, func() (llm.Model, error) { // --record, --replay (record.go)
+		return newModel(cfg, cwd)
+	})
 	if err != nil {
 		return err
 	}

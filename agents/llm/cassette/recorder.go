@@ -168,6 +168,11 @@ func (r *Recorder) Generate(ctx context.Context, req *llm.Request) iter.Seq2[llm
 				r.l.sawToolCall(who, b.index, len(calls), ev.ToolCall.ID)
 			case llm.EventDone:
 				done = ev
+			default:
+				// Another kind announces that the call starts over (a retrying provider's
+				// EventRetry): what it streamed so far is void, for the runtime as here.
+				text.Reset()
+				calls = calls[:0]
 			}
 			if !yield(ev, nil) {
 				stopped = true

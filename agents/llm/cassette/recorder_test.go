@@ -264,3 +264,45 @@ func (m *failModel) Generate(ctx context.Context, _ *llm.Request) iter.Seq2[llm.
 		yield(llm.Event{}, context.Cause(ctx))
 	}
 }
+
+// A retrying provider starts a broken call over with an event that voids what came before
+// it (agents/llm/retry's EventRetry): the cassette keeps the answer the runtime kept.
+func TestRecorderDropsWhatARetryVoids(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	rec, err := Record(&retryModel{}, RecordConfig{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	newConv(t.Context(), "parent", "s").send(rec, llm.UserText("hi"))
+	if err := rec.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p := mustOpen(t, path, ReplayConfig{})
+	got := newConv(t.Context(), "parent", "s").send(p, llm.UserText("hi"))
+	if got.err != nil || got.text != "whole answer" || len(got.calls) != 1 || got.calls[0].ID != "call_2" {
+		t.Errorf("replayed %+v, want only the retried attempt's answer", got)
+	}
+}
+
+// retryModel streams a broken attempt, announces a retry, and answers.
+type retryModel struct{}
+
+func (retryModel) Name() string { return "retry" }
+
+func (retryModel) Generate(context.Context, *llm.Request) iter.Seq2[llm.Event, error] {
+	return func(yield func(llm.Event, error) bool) {
+		for _, ev := range []llm.Event{
+			{Kind: llm.EventTextDelta, Text: "broken "},
+			{Kind: llm.EventToolCall, ToolCall: llm.Block{Type: llm.BlockToolUse, ID: "call_1", Name: "grep", Input: []byte(`{}`)}},
+			{Kind: llm.EventDone + 1}, // the retry
+			{Kind: llm.EventTextDelta, Text: "whole answer"},
+			{Kind: llm.EventToolCall, ToolCall: llm.Block{Type: llm.BlockToolUse, ID: "call_2", Name: "grep", Input: []byte(`{}`)}},
+			{Kind: llm.EventDone, StopReason: llm.StopToolUse},
+		} {
+			if !yield(ev, nil) {
+				return
+			}
+		}
+	}
+}
