@@ -103,6 +103,7 @@ func (r *Registry) runTurn(ctx context.Context, c *controller, e *entry, t turn)
 	ev.IsBackgrounded, ev.Turn, ev.Continuation = t.background, t.n, t.continuation
 	r.cfg.Emit(ev)
 
+	ctx = llm.WithTaskID(ctx, string(c.id)) // tells parallel agents of one type apart (cassette)
 	ctx, span := trace.StartTurn(ctx, r.cfg.Tracer, trace.TurnInfo{
 		SessionID: r.cfg.SessionID, Agent: row.SubagentType, TaskID: string(c.id), SubagentType: row.SubagentType,
 		Turn: t.n, Continuation: t.continuation, Caller: t.caller,

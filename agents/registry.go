@@ -105,7 +105,7 @@ type RegistryConfig struct {
 	NewRuntime func(RuntimeConfig) *Runtime
 	// OnDispose is called once per disposed controller (tests).
 	OnDispose func(TaskID)
-	NewID     func() TaskID
+	NewID     func(LaunchRequest) TaskID // nil: NewTaskID; a replay gives each launch its recorded id
 	Now       func() time.Time
 	Logger    *slog.Logger
 }
@@ -161,7 +161,7 @@ func NewRegistry(ctx context.Context, cfg RegistryConfig) *Registry {
 		cfg.NewRuntime = NewRuntime
 	}
 	if cfg.NewID == nil {
-		cfg.NewID = NewTaskID
+		cfg.NewID = func(LaunchRequest) TaskID { return NewTaskID() }
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -215,7 +215,7 @@ func (r *Registry) Launch(ctx context.Context, req LaunchRequest) (Row, error) {
 	if err != nil {
 		return Row{}, err
 	}
-	id := r.cfg.NewID()
+	id := r.cfg.NewID(req)
 	now := r.cfg.Now().UTC()
 	e := &entry{def: def, done: make(chan struct{}), row: Row{
 		TaskID: id, Description: req.Description, SubagentType: def.Name, Prompt: req.Prompt,

@@ -624,17 +624,29 @@ func (c *Config) secretsPolicy(lookupEnv func(string) (string, bool)) *secrets.P
 	if src := c.sources["api-key"]; src != "" && !strings.HasPrefix(src, "--") && !strings.ContainsRune(src, filepath.Separator) {
 		deny = append(deny, src) // an environment variable
 	}
-	values := []string{c.APIKey}
+	return secrets.New(secrets.Config{Deny: deny, Values: c.secretValues(lookupEnv)})
+}
+
+// secretValues are the values nothing stoke records may hold: the API key in use and the
+// values of the provider key variables, each once, blank ones left out.
+func (c *Config) secretValues(lookupEnv func(string) (string, bool)) []string {
+	var values []string
+	add := func(v string) {
+		if strings.TrimSpace(v) != "" && !slices.Contains(values, v) {
+			values = append(values, v)
+		}
+	}
+	add(c.APIKey)
 	names := secrets.ProviderKeys()
 	for _, p := range []string{providerOpenAI, providerAnthropic} {
 		names = append(names, providerEnv(p)["api-key"])
 	}
 	for _, n := range names {
 		if v, ok := lookupEnv(n); ok {
-			values = append(values, v)
+			add(v)
 		}
 	}
-	return secrets.New(secrets.Config{Deny: deny, Values: values})
+	return values
 }
 
 // boolFromFlagOrEnv reads a per-run boolean before viper has its layers.

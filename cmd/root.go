@@ -185,6 +185,7 @@ trusted (--trust-project, or trusted-projects in $STOKE_HOME/settings.yaml).`,
 
 	addRunFlags(cmd.Flags())
 	addMCPFlags(cmd.Flags())
+	addRecordFlags(cmd.Flags())
 	addClaudeFlags(cmd.Flags())
 
 	cmd.AddCommand(NewCmdVersion(deps))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/llm/price"
 	"github.com/stoke-cli/stoke/agents/trace"
 	"github.com/stoke-cli/stoke/headless"
@@ -60,7 +61,9 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, args []strin
 	if err != nil {
 		return err
 	}
-	model, err := newModel(cfg, cwd, deps.LookupEnv, logger)
+	model, cas, err := openModel(flags, deps, cfg, cwd, logger, func() (llm.Model, error) { // --record, --replay (record.go)
+		return newModel(cfg, cwd, deps.LookupEnv, logger)
+	})
 	if err != nil {
 		return err
 	}
@@ -124,7 +127,7 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, args []strin
 		opts.Tracer = tracing.Tracer()
 	}
 	logger.Debug("starting run", "session_id", sessionID, "cwd", cwd, "home", home, "config", cfg)
-	return runF(ctx, opts)
+	return cas.run(ctx, opts, runF)
 }
 
 // sdkFlags reports whether the flags ask for SDK mode: stream-json on stdin and stdout.

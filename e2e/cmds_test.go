@@ -81,6 +81,8 @@ package e2e
 //
 //	  exitcode 2 stoke --no-such-flag
 //	  stderr -count=1 '^.'            exactly one non-empty line on stderr
+//
+// mockanthropic, mockstop, normstream: see record_cmds_test.go.
 
 import (
 	"bytes"
@@ -115,6 +117,9 @@ func commands() map[string]scriptCmd {
 		"expandenv":   cmdExpandEnv,
 		"exitcode":    cmdExitCode,
 		"mcpserve":    cmdMCPServe, // mcpservers_test.go
+		// record_cmds_test.go
+		"mockstop":   cmdMockStop,
+		"normstream": cmdNormStream,
 	}
 }
 

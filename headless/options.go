@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/stoke-cli/stoke/agents"
 	"github.com/stoke-cli/stoke/agents/hooks"
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/llm/price"
@@ -87,4 +88,7 @@ type Options struct {
 	Secrets *secrets.Policy
 	// SDK holds the Claude Code options a Claude Agent SDK host passes (sdk.go).
 	SDK SDKOptions
+	// NewTaskID names each launched task; nil gives random ids. A replay (--replay) gives
+	// each launch the id it had in the recording.
+	NewTaskID func(agents.LaunchRequest) agents.TaskID
 }

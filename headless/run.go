@@ -177,6 +177,7 @@ func newSession(ctx context.Context, opts Options, cp *controlPlane) (*session, 
 		Emit:             s.emit,
 		Notify:           s.mb.Push,
 		Logger:           opts.Logger,
+		NewID:            opts.NewTaskID,
 	})
 	if st != nil && len(st.roster) > 0 {
 		if err := s.reg.Restore(st.roster); err != nil {

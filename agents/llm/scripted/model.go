@@ -112,6 +112,9 @@ func (m *Model) generate(ctx context.Context, req *llm.Request, yield func(llm.E
 	if len(calls) > 0 {
 		stop = llm.StopToolUse
 	}
+	if r.reply.StopReason != "" {
+		stop = r.reply.StopReason
+	}
 	model := m.name
 	if req.Model != "" {
 		model = req.Model
@@ -157,7 +160,10 @@ func (m *Model) render(r *rule, v *view) (string, []llm.Block, error) {
 		if err != nil {
 			return "", nil, fmt.Errorf("marshal reply.tool_calls[%d].input: %w", i, err)
 		}
-		id := fmt.Sprintf("call_%s_%d_%d", idPart(v.req.Agent), v.step, m.calls.Add(1))
+		id := r.reply.ToolCalls[i].ID
+		if id == "" {
+			id = fmt.Sprintf("call_%s_%d_%d", idPart(v.req.Agent), v.step, m.calls.Add(1))
+		}
 		calls = append(calls, llm.Block{Type: llm.BlockToolUse, ID: id, Name: r.reply.ToolCalls[i].Name, Input: raw})
 	}
 	return text, calls, nil

@@ -31,6 +31,9 @@ type Scenario struct {
 	Model string `yaml:"model,omitempty"`
 	// Rules are tried in order; the first match wins.
 	Rules []Rule `yaml:"rules"`
+	// Cassette is a recording's header (agents/llm/cassette); the scripted provider
+	// ignores it, so that a cassette is also a scenario.
+	Cassette yaml.Node `yaml:"cassette,omitempty"`
 
 	rules []*rule // compiled Rules, set by Parse
 }
@@ -47,6 +50,9 @@ type Rule struct {
 	Once bool `yaml:"once,omitempty"`
 	// Reply is what the model answers.
 	Reply Reply `yaml:"reply"`
+	// Call is a recorded call's metadata (agents/llm/cassette); the scripted provider
+	// ignores it.
+	Call yaml.Node `yaml:"call,omitempty"`
 }
 
 // Conditions on a request. Unset fields are not checked.
@@ -80,6 +86,8 @@ type Reply struct {
 	Literal bool `yaml:"literal,omitempty"`
 	// Usage, when set, replaces the estimated token usage (recorded replies).
 	Usage *Usage `yaml:"usage,omitempty"`
+	// StopReason, when set, replaces the stop reason (recorded replies).
+	StopReason string `yaml:"stop_reason,omitempty"`
 }
 
 // Usage is a fixed token count for a reply, in the keys of llm.Usage's JSON.
@@ -102,6 +110,8 @@ func (u Usage) toLLM() llm.Usage {
 // ToolCall is one tool call of a reply. String values of Input, at any depth, are
 // templates unless the reply is Literal.
 type ToolCall struct {
+	// ID, when set, is the call's id (recorded replies); else one is made up.
+	ID    string         `yaml:"id,omitempty"`
 	Name  string         `yaml:"name"`
 	Input map[string]any `yaml:"input,omitempty"`
 }
