@@ -45,7 +45,7 @@ sdk-test: sdk-deps
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecoder$$' -fuzztime $(FUZZTIME) ./streamjson
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeTranscript$$' -fuzztime $(FUZZTIME) ./agents
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeTranscript$$' -fuzztime $(FUZZTIME) ./agents/store
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSidecar$$' -fuzztime $(FUZZTIME) ./agents
 
 # Benchmarks: in-process (continuation overhead, encoder) and whole-process (wall time and

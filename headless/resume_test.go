@@ -9,6 +9,7 @@ import (
 
 	"github.com/stoke-cli/stoke/agents"
 	"github.com/stoke-cli/stoke/agents/llm/scripted"
+	"github.com/stoke-cli/stoke/agents/store"
 	"github.com/stoke-cli/stoke/streamjson"
 )
 
@@ -127,7 +128,7 @@ func TestNewSessionNeverShowsPreviousRoster(t *testing.T) {
 	if err := Run(t.Context(), o2); err != nil {
 		t.Fatal(err)
 	}
-	rows, _, err := agents.LoadRoster(agents.SessionDir(o.Home, o.CWD, o2.SessionID), agents.RosterOptions{SessionID: o2.SessionID})
+	rows, _, err := agents.LoadRoster(store.New(o.Home, o.CWD, o2.SessionID), agents.RosterOptions{SessionID: o2.SessionID})
 	if err != nil || len(rows) != 0 {
 		t.Errorf("new session has rows %v (%v)", rows, err)
 	}

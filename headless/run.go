@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/stoke-cli/stoke/agents"
 	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/store"
 	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/agents/trace"
 	"github.com/stoke-cli/stoke/streamjson"
@@ -91,10 +91,10 @@ type session struct {
 	reg    *agents.Registry
 	parent *agents.Runtime
 	mb     *mailbox
-	store  *agents.Transcript
+	chat   *store.Transcript // the parent's transcript (nil without a home)
 	start  time.Time
-	// dir is the session directory ("" without a home); created its creation time.
-	dir     string
+	// sess is the session directory (nil without a home); created its creation time.
+	sess    *store.Session
 	created time.Time
 	// reminder is added once to the next ordinary user prompt after a restore.
 	reminder *llm.Block
@@ -119,11 +119,11 @@ type session struct {
 }
 
 func newSession(ctx context.Context, opts Options, cp *controlPlane) (*session, error) {
-	dir, st, err := openSession(&opts)
+	sess, st, err := openSession(&opts)
 	if err != nil {
 		return nil, err
 	}
-	s := &session{opts: opts, start: time.Now(), dir: dir, created: time.Now()}
+	s := &session{opts: opts, start: time.Now(), sess: sess, created: time.Now()}
 	s.sdk = newSDKState(ctx, cp, opts)
 	evOut := io.Discard
 	if opts.OutputFormat == OutputStreamJSON {
@@ -138,26 +138,27 @@ func newSession(ctx context.Context, opts Options, cp *controlPlane) (*session, 
 		history = st.history
 		s.created = st.info.CreatedAt
 	}
-	if dir != "" {
-		if err := writeSessionInfo(dir, opts, s.created); err != nil {
+	var taskStore agents.TaskStore
+	if sess != nil {
+		if err := writeSessionInfo(sess, opts, s.created); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrRunFailed, err)
 		}
-		tr, err := agents.OpenTranscript(filepath.Join(dir, "session.jsonl"), nil)
+		tr, err := store.OpenTranscript(sess.ParentTranscript(), nil)
 		if err != nil {
 			return nil, fmt.Errorf("%w: open session: %w", ErrRunFailed, err)
 		}
-		s.store = tr
+		s.chat, taskStore = tr, sess
 	}
 	ws, wsOpts, err := s.newWorkspace()
 	if err != nil {
-		if s.store != nil {
-			_ = s.store.Close()
+		if s.chat != nil {
+			_ = s.chat.Close()
 		}
 		return nil, fmt.Errorf("%w: workspace: %w", ErrUsage, err)
 	}
 	s.reg = agents.NewRegistry(ctx, agents.RegistryConfig{
 		SessionID:        opts.SessionID,
-		Dir:              dir,
+		Store:            taskStore,
 		CWD:              opts.CWD,
 		Model:            opts.Model,
 		ModelName:        opts.ModelName,
@@ -177,7 +178,9 @@ func newSession(ctx context.Context, opts Options, cp *controlPlane) (*session, 
 	if st != nil && len(st.roster) > 0 {
 		if err := s.reg.Restore(st.roster); err != nil {
 			s.reg.Shutdown()
-			s.store.Close()
+			if s.chat != nil {
+				_ = s.chat.Close()
+			}
 			return nil, fmt.Errorf("%w: restore agents: %w", ErrRunFailed, err)
 		}
 		if !opts.Bare {
@@ -187,9 +190,9 @@ func newSession(ctx context.Context, opts Options, cp *controlPlane) (*session, 
 	}
 	wsTools := s.parentWorkspaceTools(ws) // --tools, --disallowedTools (sdk_approve.go)
 	parentTools := s.hookedTools(tools.NewSet(append(agents.TaskTools(s.reg), wsTools...)...))
-	var store agents.ChatStore
-	if s.store != nil {
-		store = s.store
+	var chat agents.ChatStore
+	if s.chat != nil {
+		chat = s.chat
 	}
 	s.parent = agents.NewRuntime(s.sdkParent(agents.RuntimeConfig{
 		Agent:     "parent",
@@ -199,7 +202,7 @@ func newSession(ctx context.Context, opts Options, cp *controlPlane) (*session, 
 		Tools:     func() *tools.Set { return parentTools },
 		MaxSteps:  opts.MaxTurns,
 		Inbox:     s.mb,
-		Store:     store,
+		Store:     chat,
 		Emit:      s.emit,
 		History:   history,
 		StopHook:  s.parentStopHook(),
@@ -248,10 +251,10 @@ func (s *session) emit(ev streamjson.Event) {
 
 func (s *session) close() {
 	s.reg.Shutdown()
-	if s.store != nil {
-		_ = s.store.Close()
+	if s.chat != nil {
+		_ = s.chat.Close()
 	}
-	if err := writeSessionInfo(s.dir, s.opts, s.created); err != nil {
+	if err := writeSessionInfo(s.sess, s.opts, s.created); err != nil {
 		s.opts.Logger.Warn("write session info", "err", err)
 	}
 }

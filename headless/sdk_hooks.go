@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -177,10 +176,10 @@ func (s *session) fireHook(event, target string, input map[string]any) {
 
 // transcriptPath is the parent's transcript ("" when nothing is stored).
 func (s *session) transcriptPath() string {
-	if s.dir == "" {
+	if s.sess == nil {
 		return ""
 	}
-	return filepath.Join(s.dir, "session.jsonl")
+	return s.sess.ParentTranscript()
 }
 
 // promptSubmit runs the UserPromptSubmit callbacks for a user turn. It returns the message
