@@ -42,6 +42,8 @@ type RegistryConfig struct {
 	Hooks hooks.Config
 	// HookRunner runs hooks; nil runs none.
 	HookRunner *hooks.Runner
+	// Lifecycle hears of every subagent turn, after the command hooks (see Lifecycle).
+	Lifecycle Lifecycle
 	// Tracer records one trace per agent turn; nil records nothing.
 	Tracer trace.Tracer
 	// NewRuntime constructs runtimes (tests count constructions); nil means NewRuntime.

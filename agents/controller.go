@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/stoke-cli/stoke/agents/hooks"
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/store"
 	"github.com/stoke-cli/stoke/agents/tools"
@@ -63,6 +62,7 @@ type turnState struct {
 	n            int
 	continuation string
 	toolUseID    string
+	background   bool
 	start        time.Time
 	resident     bool // the runtime may stay after this turn
 	committed    bool
@@ -238,11 +238,12 @@ func (c *controller) runTurn(ctx context.Context, t turn) {
 		<-t.prev
 	}
 	c.mu.Lock()
-	c.cur = &turnState{n: t.n, continuation: t.continuation, toolUseID: t.toolUseID, start: c.env.cfg.Now(), resident: c.resident}
+	c.cur = &turnState{n: t.n, continuation: t.continuation, toolUseID: t.toolUseID, background: t.background,
+		start: c.env.cfg.Now(), resident: c.resident}
 	row := c.row
-	in := c.hookInputLocked()
+	info := c.turnInfoLocked()
 	c.mu.Unlock()
-	c.env.runHooks(ctx, hooks.SubagentStart, c.def, in)
+	c.env.lifecycle.TurnStarted(ctx, info)
 	c.env.cfg.Emit(taskStarted(row, t))
 
 	ctx, span := trace.StartTurn(ctx, c.env.cfg.Tracer, trace.TurnInfo{
@@ -356,16 +357,21 @@ func (c *controller) newRuntime(tr *store.Transcript, history []llm.Message, roo
 	})
 }
 
-// stopHook is the runtime's StopHook: the SubagentStop hooks may make the agent go on.
+// stopHook is the runtime's StopHook: the lifecycle may make the agent go on.
 func (c *controller) stopHook(ctx context.Context, final string, active bool) string {
 	c.mu.Lock()
-	in := c.hookInputLocked()
+	info := c.turnInfoLocked()
 	c.mu.Unlock()
-	in.LastMessage, in.StopHookActive = final, active
-	if out := c.env.runHooks(ctx, hooks.SubagentStop, c.def, in); out.Block {
-		return out.Reason
+	return c.env.lifecycle.TurnStopping(ctx, info, final, active)
+}
+
+// turnInfoLocked describes the running turn for the lifecycle. Call with c.mu held.
+func (c *controller) turnInfoLocked() TurnInfo {
+	t := TurnInfo{TaskID: c.id, Definition: c.def, Turn: c.row.Turn, Transcript: c.row.Transcript}
+	if c.cur != nil {
+		t.Turn, t.Continuation, t.Background, t.ToolUseID = c.cur.n, c.cur.continuation, c.cur.background, c.cur.toolUseID
 	}
-	return ""
+	return t
 }
 
 // toolRound is the runtime's OnToolRound: a task_progress event.
@@ -482,9 +488,16 @@ func (c *controller) finish(t turn, res TurnResult) {
 	if c.row.Turn == t.n {
 		c.row.Notified = true
 	}
-	close(t.done)
+	row.Notified = true // this turn's notification
+	info := c.turnInfoLocked()
+	info.Turn, info.Continuation, info.Background, info.ToolUseID = t.n, t.continuation, t.background, t.toolUseID
 	c.mu.Unlock()
+	// The rows this settlement pushes over MaxRetained are disposed, and the lifecycle has
+	// heard of it, before the turn counts as settled: whoever waits for it (Collect, Wait)
+	// sees the registry as it will stay.
 	c.env.settled()
+	c.env.lifecycle.TurnSettled(info, row)
+	close(t.done)
 }
 
 // finalizeWorktree ends the isolated worktree of the turn that just ran, if it had one, and

@@ -38,7 +38,8 @@ func NewRegistry(ctx context.Context, cfg RegistryConfig) *Registry {
 	cfg = withRegistryDefaults(cfg)
 	rctx, cancel := context.WithCancelCause(ctx)
 	r := &Registry{cfg: cfg, runner: localRunner{}, parent: ctx, ctx: rctx, cancel: cancel, tasks: make(map[TaskID]*controller)}
-	r.env = &taskEnv{cfg: &r.cfg, settled: r.prune}
+	hooks := CommandHooks{SessionID: cfg.SessionID, CWD: cfg.CWD, Config: cfg.Hooks, Runner: cfg.HookRunner, Logger: cfg.Logger}
+	r.env = &taskEnv{cfg: &r.cfg, lifecycle: Lifecycles(hooks, cfg.Lifecycle), settled: r.prune}
 	return r
 }
 

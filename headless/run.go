@@ -173,6 +173,7 @@ func newSession(ctx context.Context, opts Options, cp *controlPlane) (*session, 
 		Catalog:          s.definitions(),
 		Emit:             s.emit,
 		Notify:           s.mb.Push,
+		Lifecycle:        s.mb,
 		Logger:           opts.Logger,
 	})
 	if st != nil && len(st.roster) > 0 {
@@ -306,6 +307,9 @@ func (s *session) run(ctx context.Context) error {
 			}
 		case <-s.mb.ready:
 			if s.mb.empty() {
+				// A turn settled whose notification the parent already read: the run
+				// may be over (the loop condition) or idle.
+				s.maybeIdle()
 				continue
 			}
 			notes := s.mb.take()

@@ -438,7 +438,10 @@ func (s *session) maybeIdle() {
 	if !s.sdk.opts.SessionStates {
 		return
 	}
-	if s.sdk.cp.waiting() || !s.mb.empty() || s.reg.Unsettled() > 0 {
+	s.sdk.mu.Lock()
+	running := s.sdk.state == "running"
+	s.sdk.mu.Unlock()
+	if !running || s.sdk.cp.waiting() || !s.mb.empty() || s.reg.Unsettled() > 0 {
 		return
 	}
 	s.writeState("idle")
