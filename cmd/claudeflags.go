@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/stoke-cli/stoke/headless"
+	"github.com/stoke-cli/stoke/headless/sdkhost"
 )
 
 // Claude Code's flags. The Claude Agent SDK starts its executable with
@@ -113,7 +114,7 @@ func addClaudeFlags(f *pflag.FlagSet) {
 
 // claudeOptions is what Claude Code's flags and the SDK's environment ask of a run.
 type claudeOptions struct {
-	sdk           headless.SDKOptions
+	sdk           sdkhost.Options
 	noPersistence bool
 	// warnings are logged once the logger exists, one line each.
 	warnings []claudeWarning
@@ -196,7 +197,7 @@ func applyClaudeFlags(f *pflag.FlagSet, lookupEnv func(string) (string, bool)) (
 	o.sdk.AppendSystemPrompt, _ = f.GetString("append-system-prompt")
 	if changed("agents") {
 		v, _ := f.GetString("agents")
-		defs, err := headless.ParseAgentsJSON(v)
+		defs, err := sdkhost.ParseAgentsJSON(v)
 		if err != nil {
 			return nil, usageErrorf("invalid --agents: %v", err)
 		}

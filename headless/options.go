@@ -9,6 +9,7 @@ import (
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/llm/price"
 	"github.com/stoke-cli/stoke/agents/trace"
+	"github.com/stoke-cli/stoke/headless/sdkhost"
 )
 
 // Output formats.
@@ -24,7 +25,9 @@ const (
 	InputStreamJSON = "stream-json"
 )
 
-// Options configure one headless run. cmd builds them from flags and configuration.
+// Options configure one headless run. cmd builds them from flags and configuration; Run
+// never changes them (what a resume or an SDK host's initialize request adds lives in
+// the run's own state).
 type Options struct {
 	// Prompt is the first user prompt (from -p or stdin text). Empty with stream-json input.
 	Prompt string
@@ -75,6 +78,11 @@ type Options struct {
 	Prices price.Table
 	// Bare skips project settings and the post-restore reminder.
 	Bare bool
-	// SDK holds the Claude Code options a Claude Agent SDK host passes (sdk.go).
-	SDK SDKOptions
+	// SDK holds the Claude Code options a Claude Agent SDK host passes.
+	SDK sdkhost.Options
+}
+
+// sdkMode reports whether the session speaks the control protocol: stream-json both ways.
+func (o Options) sdkMode() bool {
+	return o.InputFormat == InputStreamJSON && o.OutputFormat == OutputStreamJSON
 }

@@ -20,21 +20,21 @@ type stored struct {
 
 // openSession resolves the session of this run: a new one (with --session-id or a generated
 // id), or a stored one with --resume/--continue, whose parent conversation and agent
-// roster are loaded. It returns the session directory (nil without a home).
-func openSession(opts *Options) (sess *store.Session, st *stored, err error) {
+// roster are loaded. It returns the session's id and directory (nil without a home).
+func openSession(opts Options) (id string, sess *store.Session, st *stored, err error) {
 	if opts.Home == "" {
-		return nil, nil, nil
+		return opts.SessionID, nil, nil, nil
 	}
 	resuming := opts.Resume != "" || opts.Continue
 	if !resuming {
 		if _, err := store.ParseSessionID(opts.SessionID); err != nil {
-			return nil, nil, fmt.Errorf("%w: --session-id: %w", ErrUsage, err)
+			return "", nil, nil, fmt.Errorf("%w: --session-id: %w", ErrUsage, err)
 		}
 		sess = store.New(opts.Home, opts.CWD, opts.SessionID)
 		if sess.Exists() {
-			return nil, nil, fmt.Errorf("%w: session %s already exists; continue it with --resume %s", ErrUsage, opts.SessionID, opts.SessionID)
+			return "", nil, nil, fmt.Errorf("%w: session %s already exists; continue it with --resume %s", ErrUsage, opts.SessionID, opts.SessionID)
 		}
-		return sess, nil, nil
+		return opts.SessionID, sess, nil, nil
 	}
 	var found store.Stored
 	if opts.Resume != "" {
@@ -44,18 +44,17 @@ func openSession(opts *Options) (sess *store.Session, st *stored, err error) {
 	}
 	if err != nil {
 		if errors.Is(err, store.ErrUnknownSession) {
-			return nil, nil, fmt.Errorf("%w: %w", ErrUsage, err)
+			return "", nil, nil, fmt.Errorf("%w: %w", ErrUsage, err)
 		}
-		return nil, nil, fmt.Errorf("%w: %w", ErrRunFailed, err)
+		return "", nil, nil, fmt.Errorf("%w: %w", ErrRunFailed, err)
 	}
 	info := found.Info
-	opts.SessionID = info.SessionID
 	st = &stored{info: info}
 	loaded, err := store.ReadTranscript(found.ParentTranscript())
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 	case err != nil:
-		return nil, nil, fmt.Errorf("%w: resume %s: %w", ErrRunFailed, info.SessionID, err)
+		return "", nil, nil, fmt.Errorf("%w: resume %s: %w", ErrRunFailed, info.SessionID, err)
 	default:
 		for _, w := range loaded.Warnings {
 			opts.Logger.Warn("session transcript damaged", "session_id", info.SessionID, "warning", w)
@@ -68,22 +67,22 @@ func openSession(opts *Options) (sess *store.Session, st *stored, err error) {
 	}
 	rows, warnings, err := agents.LoadRoster(found.Session, agents.RosterOptions{SessionID: info.SessionID, CWD: opts.CWD, MaxCompleted: max})
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: resume %s: %w", ErrRunFailed, info.SessionID, err)
+		return "", nil, nil, fmt.Errorf("%w: resume %s: %w", ErrRunFailed, info.SessionID, err)
 	}
 	for _, w := range warnings {
 		opts.Logger.Warn("agent roster", "session_id", info.SessionID, "warning", w)
 	}
 	st.roster = rows
-	return found.Session, st, nil
+	return info.SessionID, found.Session, st, nil
 }
 
-// writeSessionInfo records the session in session.json.
-func writeSessionInfo(sess *store.Session, opts Options, created time.Time) error {
+// writeSessionInfo records session id in session.json.
+func writeSessionInfo(sess *store.Session, id string, opts Options, created time.Time) error {
 	if sess == nil {
 		return nil
 	}
 	return sess.WriteInfo(store.Info{
-		SessionID: opts.SessionID, CWD: opts.CWD, Model: opts.ModelName,
+		SessionID: id, CWD: opts.CWD, Model: opts.ModelName,
 		CreatedAt: created.UTC(), UpdatedAt: time.Now().UTC(),
 	})
 }

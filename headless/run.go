@@ -14,6 +14,7 @@ import (
 	"github.com/stoke-cli/stoke/agents/store"
 	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/agents/trace"
+	"github.com/stoke-cli/stoke/headless/sdkhost"
 	"github.com/stoke-cli/stoke/streamjson"
 )
 
@@ -41,12 +42,13 @@ func Run(ctx context.Context, opts Options) error {
 		ctx, cancel = context.WithTimeoutCause(ctx, opts.Timeout, errTimeout)
 		defer cancel()
 	}
-	cp, err := startControl(ctx, &opts) // stream-json stdin; an initialize request is applied to opts
-	if err != nil {
-		return endedBeforeStart(err)
-	}
-	if cp != nil {
-		defer cp.close()
+	var cp *sdkhost.ControlPlane // stream-json stdin, with an SDK host's initialize request
+	if opts.InputFormat == InputStreamJSON {
+		var err error
+		if cp, err = sdkhost.Start(ctx, opts.Stdin, opts.sdkMode(), opts.Logger); err != nil {
+			return endedBeforeStart(err)
+		}
+		defer cp.Close()
 	}
 	s, err := newSession(ctx, opts, cp)
 	if err != nil {
@@ -54,7 +56,9 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	defer s.close()
 	err = s.run(ctx)
-	s.endSDK()
+	if s.host != nil {
+		s.host.Close()
+	}
 	return err
 }
 
@@ -83,15 +87,20 @@ func withDefaults(o Options) Options {
 	return o
 }
 
-// session is one run's state.
+// session is one run's state. opts is never changed once the session is built.
 type session struct {
-	opts   Options
+	opts Options
+	// id is the session's id: Options.SessionID, or the resumed session's.
+	id     string
 	enc    *streamjson.Encoder // events (stdout with stream-json, else discarded)
 	out    *streamjson.Encoder // the final result object with --output-format json
 	reg    *agents.Registry
 	parent *agents.Runtime
 	mb     *mailbox
-	chat   *store.Transcript // the parent's transcript (nil without a home)
+	meter  *meter                // the model of every agent, with the run's usage and cost
+	cp     *sdkhost.ControlPlane // stream-json stdin (nil with a text prompt)
+	host   host                  // the SDK host's side (nil for a plain run)
+	chat   *store.Transcript     // the parent's transcript (nil without a home)
 	start  time.Time
 	// sess is the session directory (nil without a home); created its creation time.
 	sess    *store.Session
@@ -99,9 +108,9 @@ type session struct {
 	// reminder is added once to the next ordinary user prompt after a restore.
 	reminder *llm.Block
 
-	mu    sync.Mutex
-	usage llm.Usage // every assistant line's usage, subagents included
-	cost  float64   // their cost, priced per line's model
+	mu sync.Mutex
+	// turnHandle cancels the running parent turn (the budget); nil between turns.
+	turnHandle *turnHandle
 	// denials are the refused tool calls, for the result's permission_denials.
 	denials []any
 	// lastWorkspace is the workspace as the previous parent turn left it.
@@ -114,24 +123,34 @@ type session struct {
 	lastText    string
 	lastStop    string
 	wroteFinal  bool
-
-	sdk *sdkState // the SDK host's side: control requests, hooks, states (sdk.go)
 }
 
-func newSession(ctx context.Context, opts Options, cp *controlPlane) (*session, error) {
-	sess, st, err := openSession(&opts)
+func newSession(ctx context.Context, opts Options, cp *sdkhost.ControlPlane) (*session, error) {
+	id, sess, st, err := openSession(opts)
 	if err != nil {
 		return nil, err
 	}
-	s := &session{opts: opts, start: time.Now(), sess: sess, created: time.Now()}
-	s.sdk = newSDKState(ctx, cp, opts)
+	s := &session{opts: opts, id: id, start: time.Now(), sess: sess, created: time.Now(), cp: cp}
 	evOut := io.Discard
 	if opts.OutputFormat == OutputStreamJSON {
 		evOut = opts.Stdout
 	}
-	s.enc = streamjson.NewEncoder(evOut, opts.SessionID, nil)
-	s.out = streamjson.NewEncoder(opts.Stdout, opts.SessionID, nil)
+	s.enc = streamjson.NewEncoder(evOut, id, nil)
+	s.out = streamjson.NewEncoder(opts.Stdout, id, nil)
 	s.mb = newMailbox(s.emit)
+	var model llm.Model
+	if opts.Model != nil {
+		s.meter = &meter{Model: opts.Model, prices: opts.Prices, charged: s.charged}
+		model = s.meter
+	} else {
+		s.meter = &meter{}
+	}
+	sdk := s.newHost(ctx, cp, model)
+	var lifecycle agents.Lifecycle = s.mb
+	if sdk != nil {
+		s.host = sdk
+		lifecycle = agents.Lifecycles(s.mb, sdk)
+	}
 
 	var history []llm.Message
 	if st != nil {
@@ -140,7 +159,7 @@ func newSession(ctx context.Context, opts Options, cp *controlPlane) (*session, 
 	}
 	var taskStore agents.TaskStore
 	if sess != nil {
-		if err := writeSessionInfo(sess, opts, s.created); err != nil {
+		if err := writeSessionInfo(sess, id, opts, s.created); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrRunFailed, err)
 		}
 		tr, err := store.OpenTranscript(sess.ParentTranscript(), nil)
@@ -157,10 +176,10 @@ func newSession(ctx context.Context, opts Options, cp *controlPlane) (*session, 
 		return nil, fmt.Errorf("%w: workspace: %w", ErrUsage, err)
 	}
 	s.reg = agents.NewRegistry(ctx, agents.RegistryConfig{
-		SessionID:        opts.SessionID,
+		SessionID:        id,
 		Store:            taskStore,
 		CWD:              opts.CWD,
-		Model:            opts.Model,
+		Model:            model,
 		ModelName:        opts.ModelName,
 		MaxBackground:    opts.MaxBackground,
 		MaxRetained:      opts.MaxRetained,
@@ -173,7 +192,7 @@ func newSession(ctx context.Context, opts Options, cp *controlPlane) (*session, 
 		Catalog:          s.definitions(),
 		Emit:             s.emit,
 		Notify:           s.mb.Push,
-		Lifecycle:        s.mb,
+		Lifecycle:        lifecycle,
 		Logger:           opts.Logger,
 	})
 	if st != nil && len(st.roster) > 0 {
@@ -189,16 +208,15 @@ func newSession(ctx context.Context, opts Options, cp *controlPlane) (*session, 
 			s.reminder = &r
 		}
 	}
-	wsTools := s.parentWorkspaceTools(ws) // --tools, --disallowedTools (sdk_approve.go)
-	parentTools := s.hookedTools(tools.NewSet(append(agents.TaskTools(s.reg), wsTools...)...))
+	parentTools := s.parentTools(ws)
 	var chat agents.ChatStore
 	if s.chat != nil {
 		chat = s.chat
 	}
-	s.parent = agents.NewRuntime(s.sdkParent(agents.RuntimeConfig{
+	parentCfg := agents.RuntimeConfig{
 		Agent:     "parent",
-		System:    s.sdk.systemPrompt(parentSystemPrompt),
-		Model:     opts.Model,
+		System:    parentSystemPrompt,
+		Model:     model,
 		ModelName: opts.ModelName,
 		Tools:     func() *tools.Set { return parentTools },
 		MaxSteps:  opts.MaxTurns,
@@ -208,7 +226,11 @@ func newSession(ctx context.Context, opts Options, cp *controlPlane) (*session, 
 		History:   history,
 		StopHook:  s.parentStopHook(),
 		Tracer:    opts.Tracer,
-	}))
+	}
+	if s.host != nil {
+		parentCfg = s.host.Parent(parentCfg)
+	}
+	s.parent = agents.NewRuntime(parentCfg)
 
 	init := streamjson.NewInit()
 	init.CWD, init.Model, init.Tools = opts.CWD, opts.ModelName, parentTools.Names()
@@ -217,7 +239,11 @@ func newSession(ctx context.Context, opts Options, cp *controlPlane) (*session, 
 	init.StokeVersion = opts.Version
 	s.emit(init)
 	if cp != nil {
-		cp.attach(s, s.enc)
+		var h sdkhost.ControlHandler
+		if sdk != nil {
+			h = sdk
+		}
+		cp.Attach(h, s.enc)
 	}
 	return s, nil
 }
@@ -236,18 +262,11 @@ func permissionMode(mode string) string {
 	}
 }
 
-// emit writes one event; assistant usage adds up into the result.
+// emit writes one event on the stream.
 func (s *session) emit(ev streamjson.Event) {
-	if a, ok := ev.(*streamjson.Assistant); ok {
-		s.mu.Lock()
-		s.usage = s.usage.Add(a.Message.Usage)
-		s.cost += s.opts.Prices.Cost(a.Message.Model, a.Message.Usage)
-		s.mu.Unlock()
-	}
 	if err := s.enc.Encode(ev); err != nil {
 		s.opts.Logger.Debug("write event", "err", err)
 	}
-	s.observe(ev)
 }
 
 func (s *session) close() {
@@ -255,36 +274,27 @@ func (s *session) close() {
 	if s.chat != nil {
 		_ = s.chat.Close()
 	}
-	if err := writeSessionInfo(s.sess, s.opts, s.created); err != nil {
+	if err := writeSessionInfo(s.sess, s.id, s.opts, s.created); err != nil {
 		s.opts.Logger.Warn("write session info", "err", err)
 	}
 }
 
 // prompts yields the user turns: the text prompt, or stream-json lines from stdin.
-type prompt struct {
-	msg llm.Message
-	err error
-}
-
-func (s *session) prompts(ctx context.Context) <-chan prompt {
-	ch := make(chan prompt)
-	if s.opts.InputFormat != InputStreamJSON {
-		go func() {
-			defer close(ch)
-			select {
-			case ch <- prompt{msg: llm.UserText(s.opts.Prompt)}:
-			case <-ctx.Done():
-			}
-		}()
-		return ch
+func (s *session) prompts(ctx context.Context) <-chan sdkhost.Prompt {
+	if s.cp != nil {
+		// The control plane's reader routes stdin by type: user lines come here.
+		return s.cp.Prompts(ctx)
 	}
-	// The control plane's reader routes stdin by type (control.go): user lines come here.
-	return s.sdk.cp.prompts(ctx)
+	ch := make(chan sdkhost.Prompt)
+	go func() {
+		defer close(ch)
+		select {
+		case ch <- sdkhost.Prompt{Msg: llm.UserText(s.opts.Prompt)}:
+		case <-ctx.Done():
+		}
+	}()
+	return ch
 }
-
-type eofReader struct{}
-
-func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
 
 // run is the parent loop: user turns as they come, notification turns when idle, the
 // end-of-run policy, and the final result.
@@ -293,7 +303,7 @@ func (s *session) run(ctx context.Context) error {
 	prompts := s.prompts(ctx)
 	var usageErr error
 	for prompts != nil || s.pendingBackground() {
-		var p prompt
+		var p sdkhost.Prompt
 		var ok bool
 		select {
 		case p, ok = <-prompts:
@@ -309,28 +319,27 @@ func (s *session) run(ctx context.Context) error {
 			if s.mb.empty() {
 				// A turn settled whose notification the parent already read: the run
 				// may be over (the loop condition) or idle.
-				s.maybeIdle()
+				s.idle()
 				continue
 			}
 			notes := s.mb.take()
-			p = prompt{msg: mergeUser(notes)}
-			if err := s.turn(ctx, p.msg, streamIn); err != nil {
+			if err := s.turn(ctx, mergeUser(notes), streamIn); err != nil {
 				return s.fail(ctx, err)
 			}
 			continue
 		case <-ctx.Done():
 			return s.fail(ctx, context.Cause(ctx))
 		}
-		if p.err != nil {
-			usageErr = p.err
+		if p.Err != nil {
+			usageErr = p.Err
 			prompts = nil
 			break
 		}
 		if s.reminder != nil {
-			p.msg.Content = append(p.msg.Content, *s.reminder)
+			p.Msg.Content = append(p.Msg.Content, *s.reminder)
 			s.reminder = nil
 		}
-		if err := s.userTurn(ctx, p.msg, streamIn); err != nil {
+		if err := s.userTurn(ctx, p.Msg, streamIn); err != nil {
 			return s.fail(ctx, err)
 		}
 		if !streamIn {
@@ -375,16 +384,16 @@ func (s *session) endBackground(ctx context.Context) {
 // turn runs one parent turn; with perTurnResult it writes that turn's result.
 func (s *session) turn(ctx context.Context, msg llm.Message, perTurnResult bool) error {
 	s.checkWorkspace()
-	tctx, endTurn := s.beginTurn(ctx) // interrupt and budget cancel tctx (sdk.go)
+	tctx, endTurn := s.beginTurn(ctx) // the budget and the host's interrupt cancel tctx
 	defer endTurn()
 	s.parentTurns++
-	tctx, span := trace.StartTurn(tctx, s.opts.Tracer, trace.TurnInfo{SessionID: s.opts.SessionID, Agent: "parent", Turn: s.parentTurns})
+	tctx, span := trace.StartTurn(tctx, s.opts.Tracer, trace.TurnInfo{SessionID: s.id, Agent: "parent", Turn: s.parentTurns})
 	res, err := s.parent.Execute(tctx, msg)
 	trace.EndTurn(span, res.Reason, err)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrRunFailed, err)
 	}
-	if handled, err := s.hostTurnEnd(ctx, tctx, res.Reason); handled {
+	if handled, err := s.endedEarly(ctx, tctx, res.Reason); handled {
 		return err
 	}
 	s.numTurns += res.Stats.ModelCalls
@@ -395,7 +404,7 @@ func (s *session) turn(ctx context.Context, msg llm.Message, perTurnResult bool)
 		s.lastStop = llm.StopEndTurn
 		if perTurnResult {
 			s.writeResult(streamjson.ResultSuccess, "")
-			s.maybeIdle()
+			s.idle()
 		}
 		return nil
 	case agents.ReasonMaxTurns:
@@ -446,9 +455,7 @@ func (s *session) interrupted(cause error) error {
 // writeResult writes a result line: on the event stream with stream-json, as the single
 // object with json, as plain text with text.
 func (s *session) writeResult(subtype, errText string) {
-	s.mu.Lock()
-	usage, cost := s.usage, s.cost
-	s.mu.Unlock()
+	usage, cost := s.meter.total()
 	r := streamjson.NewResult(subtype)
 	s.mu.Lock()
 	if len(s.denials) > 0 {

@@ -17,7 +17,7 @@ func (s *session) definitions() agents.Catalog {
 	for _, w := range warnings {
 		s.opts.Logger.Warn("agent definition skipped", "warning", w)
 	}
-	for _, d := range s.sdk.hostAgents() {
+	for _, d := range s.hostAgents() {
 		cat[d.Name] = d
 	}
 	for name, d := range cat {
@@ -124,7 +124,7 @@ func (s *session) parentStopHook() func(context.Context, string, bool) string {
 	runner := s.hookRunner()
 	return func(ctx context.Context, final string, active bool) string {
 		out, err := runner.Run(ctx, hooks.Stop, hs, hooks.Input{
-			SessionID: s.opts.SessionID, CWD: s.opts.CWD, LastMessage: final, StopHookActive: active,
+			SessionID: s.id, CWD: s.opts.CWD, LastMessage: final, StopHookActive: active,
 		})
 		if err != nil {
 			s.opts.Logger.Warn("stop hook", "err", err)
