@@ -10,7 +10,7 @@ import (
 	"github.com/stoke-cli/stoke/agents"
 	"github.com/stoke-cli/stoke/agents/llm/scripted"
 	"github.com/stoke-cli/stoke/agents/store"
-	"github.com/stoke-cli/stoke/streamjson"
+	"github.com/stoke-cli/stoke/streamjson/streamjsontest"
 )
 
 // phase1 runs the resume scenario's first run and returns its options (same home and cwd).
@@ -48,7 +48,7 @@ func TestResumeRevivesWithOneReminder(t *testing.T) {
 	if err := Run(t.Context(), o2); err != nil {
 		t.Fatalf("run 2: %v\n%s", err, out.String())
 	}
-	if err := streamjson.ValidateLines(strings.NewReader(out.String()), true); err != nil {
+	if err := streamjsontest.ValidateLines(strings.NewReader(out.String()), true); err != nil {
 		t.Errorf("invalid stream: %v", err)
 	}
 	s := out.String()
