@@ -141,13 +141,19 @@ func (o *claudeOptions) log(logger *slog.Logger) {
 	}
 }
 
-// permissionModes maps Claude Code's permission modes to stoke's approval modes.
-var permissionModes = map[string]string{
-	"default":           approvalDefault,
-	"acceptEdits":       approvalAutoEdit,
-	"bypassPermissions": approvalYolo,
-	"plan":              approvalPlan,
-	"dontAsk":           approvalDefault,
+// approvalOf maps a Claude Code permission mode to stoke's approval mode.
+func approvalOf(permissionMode string) (string, bool) {
+	switch permissionMode {
+	case "default", "dontAsk":
+		return approvalDefault, true
+	case "acceptEdits":
+		return approvalAutoEdit, true
+	case "bypassPermissions":
+		return approvalYolo, true
+	case "plan":
+		return approvalPlan, true
+	}
+	return "", false
 }
 
 // applyClaudeFlags reads Claude Code's flags. It runs before the configuration is loaded:
@@ -233,7 +239,7 @@ func (o *claudeOptions) permissionMode(f *pflag.FlagSet, changed func(string) bo
 	}
 	if changed("permission-mode") {
 		pm, _ := f.GetString("permission-mode")
-		m, ok := permissionModes[pm]
+		m, ok := approvalOf(pm)
 		if !ok {
 			o.warn("Claude Code permission mode not known: using default", "flag", "--permission-mode="+pm)
 			m = approvalDefault
