@@ -43,10 +43,11 @@ func NewRegistry(ctx context.Context, cfg RegistryConfig) *Registry {
 	return r
 }
 
-// BackgroundEnabled reports whether run_in_background is offered and accepted.
+// BackgroundEnabled reports whether run_in_background is offered and accepted. It reads
+// the configuration only (immutable).
 func (r *Registry) BackgroundEnabled() bool { return r.cfg.BackgroundAgents }
 
-// Catalog returns the subagent types.
+// Catalog returns the subagent types (immutable; callers must not change it).
 func (r *Registry) Catalog() Catalog { return r.cfg.Catalog }
 
 // LaunchRequest is a fresh launch.
@@ -62,7 +63,8 @@ type LaunchRequest struct {
 // Launch starts a new task. A background launch returns at once; a foreground one runs
 // the turn on the calling goroutine, under ctx (the caller's) and the registry's lifetime,
 // and returns its outcome. A launch racing Shutdown either fails with ErrShutdown or runs
-// a turn that Shutdown waits for.
+// a turn that Shutdown waits for. It takes the registry's lock twice, briefly (the cap
+// check with the new row; the start of the turn), never while the turn runs.
 func (r *Registry) Launch(ctx context.Context, req LaunchRequest) (Row, error) {
 	if err := ctx.Err(); err != nil {
 		return Row{}, fmt.Errorf("launch cancelled: %w", context.Cause(ctx))
@@ -141,7 +143,9 @@ type SendResult struct {
 
 // Send delivers message to id: queued into a running turn, or a new turn of a completed
 // task (on its resident runtime if there is one, else revived from its transcript),
-// scheduled after the task's previous turn has finished. It never waits for a turn.
+// scheduled after the task's previous turn has finished. It never waits for a turn: the
+// check and the transition happen in one critical section of the registry's lock, so a
+// message is queued into exactly one turn or starts exactly one.
 func (r *Registry) Send(id TaskID, message, toolUseID string) (SendResult, error) {
 	r.mu.Lock()
 	c, ok := r.tasks[id]
@@ -180,7 +184,8 @@ func (r *Registry) Send(id TaskID, message, toolUseID string) (SendResult, error
 
 // Collect returns the recorded outcome of id's latest turn, waiting (under ctx) until it
 // has settled unless noWait is set (then a running turn is reported at once). It never
-// prompts the agent; repeated and parallel collects return the same record.
+// prompts the agent; repeated and parallel collects return the same record. It holds no
+// lock while it waits.
 func (r *Registry) Collect(ctx context.Context, id TaskID, noWait bool) (Row, error) {
 	c, err := r.lookup(id)
 	if err != nil {
@@ -202,7 +207,8 @@ func (r *Registry) Collect(ctx context.Context, id TaskID, noWait bool) (Row, er
 	return c.snapshot(), nil
 }
 
-// Stop cancels id's running turn; its partial findings are kept. It does not wait.
+// Stop cancels id's running turn; its partial findings are kept. It does not wait; under
+// the registry's lock, it reaches the latest scheduled turn, even one not started yet.
 func (r *Registry) Stop(id TaskID) (Row, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -228,7 +234,8 @@ func (r *Registry) CancelAll(cause error) {
 	}
 }
 
-// Wait blocks until every turn has settled (its notification delivered), or ctx ends.
+// Wait blocks until every turn has settled (its notification delivered), or ctx ends. It
+// holds no lock while it waits; turns started while it waits are waited for too.
 func (r *Registry) Wait(ctx context.Context) error {
 	for {
 		var done chan struct{}
@@ -259,8 +266,9 @@ func isClosed(ch chan struct{}) bool {
 }
 
 // Shutdown cancels every running turn, waits for all turns to finish, and disposes every
-// controller, completed ones included; the rows stay listed. Idempotent; later launches
-// and continuations fail with ErrShutdown.
+// controller, completed ones included; the rows stay listed. Idempotent and safe to call
+// from several goroutines; later launches and continuations fail with ErrShutdown. It
+// must not be called from a turn (it waits for every turn).
 func (r *Registry) Shutdown() {
 	r.mu.Lock()
 	r.closed = true
@@ -275,7 +283,7 @@ func (r *Registry) Shutdown() {
 }
 
 // Reset shuts down like Shutdown and forgets every row; unless the run's context has
-// ended, the registry then takes new work.
+// ended, the registry then takes new work. Like Shutdown, never from a turn.
 func (r *Registry) Reset() {
 	r.Shutdown()
 	r.mu.Lock()

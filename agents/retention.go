@@ -4,7 +4,9 @@ import "sort"
 
 // ReleaseResidents disposes every resident runtime of a task that is not running (the
 // workspace changed under them). Their rows stay completed; a later send_message revives
-// them from their transcripts. It returns how many it released.
+// them from their transcripts. It returns how many it released. A task running, or with
+// a turn still finishing, keeps its runtime; the runtimes are taken under the registry's
+// lock (so a concurrent Send revives) and closed outside it.
 func (r *Registry) ReleaseResidents() int {
 	type release struct {
 		c   *controller
@@ -60,6 +62,7 @@ func (r *Registry) prune() {
 }
 
 // Resident reports whether id has a runtime kept between turns (tests and list_agents).
+// Safe for concurrent use.
 func (r *Registry) Resident(id TaskID) bool {
 	c, err := r.lookup(id)
 	return err == nil && c.isResident()

@@ -179,7 +179,7 @@ func (r *Registry) rows() []Row {
 	return out
 }
 
-// Get returns the row of id.
+// Get returns a snapshot of the row of id. Safe for concurrent use; it never waits for a turn.
 func (r *Registry) Get(id TaskID) (Row, bool) {
 	c, err := r.lookup(id)
 	if err != nil {
@@ -188,7 +188,8 @@ func (r *Registry) Get(id TaskID) (Row, bool) {
 	return c.snapshot(), true
 }
 
-// List returns every row, oldest first.
+// List returns a snapshot of every row, oldest first. Safe for concurrent use; it never
+// waits for a turn.
 func (r *Registry) List() []Row {
 	out := r.rows()
 	sort.Slice(out, func(i, j int) bool {
@@ -200,7 +201,7 @@ func (r *Registry) List() []Row {
 	return out
 }
 
-// Running reports how many turns are running or scheduled.
+// Running reports how many turns are running or scheduled. Safe for concurrent use.
 func (r *Registry) Running() int {
 	n := 0
 	for _, row := range r.rows() {
@@ -212,6 +213,7 @@ func (r *Registry) Running() int {
 }
 
 // Unsettled reports how many tasks are running or have a notification not yet delivered.
+// Safe for concurrent use; it drops to zero before Lifecycle.TurnSettled of the last turn.
 func (r *Registry) Unsettled() int {
 	n := 0
 	for _, row := range r.rows() {
