@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"iter"
-	"path/filepath"
 	"testing"
 
 	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/store"
 )
 
 // instantModel answers "ok" at once: the benchmarks below measure stoke's own
@@ -32,7 +32,7 @@ func benchRegistry(b *testing.B, n int, typ string) (*Registry, TaskID) {
 	b.Helper()
 	dir := b.TempDir()
 	reg := NewRegistry(context.Background(), RegistryConfig{
-		SessionID: "bench", Dir: dir, Model: instantModel{}, MaxBackground: 4, BackgroundAgents: true,
+		SessionID: "bench", Store: store.At(dir), Model: instantModel{}, MaxBackground: 4, BackgroundAgents: true,
 		Catalog: NewCatalog(
 			Definition{Name: "hot", Prompt: "p"},
 			Definition{Name: "cold", Prompt: "p", HasHooks: true},
@@ -40,12 +40,12 @@ func benchRegistry(b *testing.B, n int, typ string) (*Registry, TaskID) {
 	})
 	b.Cleanup(reg.Shutdown)
 	id := NewTaskID()
-	path := filepath.Join(dir, "agents", string(id)+".jsonl")
-	tr, err := OpenTranscript(path, nil)
+	path := store.At(dir).TaskTranscript(string(id))
+	tr, err := store.OpenTranscript(path, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	_ = tr.Write(Record{Type: RecordMeta, TaskID: string(id), SubagentType: typ})
+	_ = tr.Write(store.Record{Type: store.RecordMeta, TaskID: string(id), SubagentType: typ})
 	for i := range n {
 		m := llm.UserText(fmt.Sprintf("question %d: %s", i, "lorem ipsum dolor sit amet, consectetur adipiscing elit"))
 		if i%2 == 1 {
@@ -55,7 +55,7 @@ func benchRegistry(b *testing.B, n int, typ string) (*Registry, TaskID) {
 			b.Fatal(err)
 		}
 	}
-	_ = tr.Write(Record{Type: RecordTurn, Turn: 1, Status: string(StatusCompleted), Summary: "ok"})
+	_ = tr.Write(store.Record{Type: store.RecordTurn, Turn: 1, Status: string(StatusCompleted), Summary: "ok"})
 	if err := tr.Close(); err != nil {
 		b.Fatal(err)
 	}

@@ -4,49 +4,72 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
+	"sync"
 	"time"
 
-	"github.com/stoke-cli/stoke/agents/hooks"
 	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/store"
+	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/agents/trace"
 	"github.com/stoke-cli/stoke/streamjson"
 )
 
-// controller owns one task's runtime between turns. Its fields are guarded by the
-// registry's mutex. rt and tr are set under it, by Launch before the first turn starts or
-// by the turn that revives them, and only the goroutine running a turn uses them (turns
-// of one task never overlap: each waits for the entry's last).
+// controller owns one task: its row, and what runs its turns — the runtime and transcript
+// kept between turns, the worktree of the turn running, the cancel func and sequence
+// number of the latest scheduled turn, and the goroutine running it. One controller lives
+// as long as its row is in the registry; a task that is not resident gives up its runtime
+// after each turn and revives it from the transcript for the next.
+//
+// Concurrency: mu guards every field below it. It is a leaf lock: taken after the
+// registry's lock (never before it), and never held across a call out of this file
+// other than a row transition or a transcript write. The runtime's callbacks (the Inbox,
+// the stop hook, the tool-round progress) take only mu. Turns of one task never overlap:
+// each scheduled turn waits until the previous one has finished (last).
 type controller struct {
-	id TaskID
-	rt *Runtime
-	tr *Transcript
-	// wt is the isolated worktree of the current turn (a fresh launch of an isolated type).
-	wt *Worktree
+	id  TaskID
+	def Definition
+	env *taskEnv
 
-	// cancel cancels the active turn (nil when idle).
-	cancel        context.CancelCauseFunc
-	turnToolUseID string
-	turnStart     time.Time
-	// seq numbers scheduled turns; cancel belongs to turn seq.
-	seq           int
-	cur           *turnState
-	stopRequested bool
+	mu    sync.Mutex
+	row   Row
+	queue []llm.Message // send_message input waiting for the running turn
+	rt    *Runtime
+	tr    *store.Transcript
+	wt    *Worktree // the isolated worktree of the current turn (a fresh launch of an isolated type)
 	// resident: the runtime may stay between turns (a background launch of a type that
-	// allows it). Other tasks are revived for every continuation.
+	// allows it). lives counts the runtimes (or attempts to make one: a launch, a
+	// revival) not yet released; OnDispose is due once for each.
 	resident bool
-	disposed bool
-	released bool
+	lives    int
+	closed   bool // disposed: no turn will run on it again
+	// cancel cancels the latest scheduled turn, whose number is seq (nil when idle).
+	cancel        context.CancelCauseFunc
+	seq           int
+	stopRequested bool
+	cur           *turnState // the turn running (nil between turns)
+	// done is closed when the latest turn has settled (outcome recorded, notification
+	// delivered); a row with no turn running or finishing has it closed. last is closed
+	// when the latest scheduled turn has fully finished (nil: none yet).
+	done, last chan struct{}
+	rev        int // counts row changes; written is the rev last stored in the sidecar
+
+	wmu     sync.Mutex // held while writing the sidecar
+	written int
 }
 
-// turnState is what one turn records while it ends.
+// turnState is what the running turn records while it ends.
 type turnState struct {
 	n            int
 	continuation string
+	toolUseID    string
+	background   bool
+	start        time.Time
+	resident     bool // the runtime may stay after this turn
 	committed    bool
 	row          Row // the row as committed at completion
 }
 
+// turn is one scheduled instruction of a task.
 type turn struct {
 	n            int
 	instruction  string
@@ -57,239 +80,434 @@ type turn struct {
 	// caller is the span of the task or send_message call that started the turn, linked
 	// from the turn's own trace.
 	caller trace.SpanContext
-	done   chan struct{}
-	seq    int
+	// done is the row's done channel of this turn; prev is closed when the task's
+	// previous turn has finished (nil: none), finished when this one has.
+	done, prev, finished chan struct{}
+	seq                  int
+	cancel               context.CancelCauseFunc
 }
 
-// startTurnLocked schedules t on its own goroutine, after the task's previous turn has
-// fully finished, whichever controller ran it (a revived controller replaces one whose
-// turn may still be emitting its notification). Call with r.mu held and the row already
-// running.
-func (r *Registry) startTurnLocked(c *controller, e *entry, t turn) {
-	prev := e.last
-	done := make(chan struct{})
-	e.last = done
-	tctx, cancel := context.WithCancelCause(r.ctx)
+// newController returns the controller of row. A running row gets an open done channel
+// (its first turn is about to be scheduled); any other a closed one.
+func newController(env *taskEnv, def Definition, row Row, resident bool) *controller {
+	c := &controller{id: row.TaskID, def: def, env: env, row: row, resident: resident, done: make(chan struct{})}
+	if row.Status == StatusRunning {
+		c.lives = 1
+	} else {
+		close(c.done)
+	}
+	return c
+}
+
+// snapshot returns the row.
+func (c *controller) snapshot() Row {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.row
+}
+
+// state returns the row and the channel closed when its latest turn has settled.
+func (c *controller) state() (Row, chan struct{}) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.row, c.done
+}
+
+// isResident reports whether the task has a runtime kept between turns.
+func (c *controller) isResident() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rt != nil && !c.closed
+}
+
+// enqueue queues msg into the running turn; false when the task is not running.
+func (c *controller) enqueue(msg llm.Message) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.row.Status != StatusRunning {
+		return false
+	}
+	c.queue = append(c.queue, msg)
+	return true
+}
+
+// prepare makes what the first turn of a fresh launch runs with: the transcript, the
+// worktree of an isolated type, the runtime. It fails with ErrShutdown when the
+// controller was disposed meanwhile.
+func (c *controller) prepare(ctx context.Context) error {
+	tr, err := c.openTranscript()
+	if err != nil {
+		return err
+	}
+	var wt *Worktree
+	if c.def.Isolation == "worktree" {
+		if wt, err = c.newWorktree(ctx); err != nil {
+			closeTranscript(tr)
+			return err
+		}
+	}
+	root := ""
+	if wt != nil {
+		root = wt.Path
+	}
+	rt := c.newRuntime(tr, nil, root)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		rt.Close()
+		closeTranscript(tr)
+		return ErrShutdown
+	}
+	c.rt, c.tr, c.wt = rt, tr, wt
+	return nil
+}
+
+func (c *controller) openTranscript() (*store.Transcript, error) {
+	st := c.env.cfg.Store
+	if st == nil {
+		return nil, nil
+	}
+	tr, err := st.OpenTranscript(st.TaskTranscript(string(c.id)), c.env.cfg.Now)
+	if err != nil {
+		return nil, err
+	}
+	if err := tr.Write(store.Record{Type: store.RecordMeta, TaskID: string(c.id), SubagentType: c.def.Name, System: c.def.SystemPrompt()}); err != nil {
+		tr.Close()
+		return nil, err
+	}
+	return tr, nil
+}
+
+func (c *controller) newWorktree(ctx context.Context) (*Worktree, error) {
+	var dir string
+	var err error
+	if st := c.env.cfg.Store; st != nil {
+		dir, err = st.WorktreeDir()
+	} else {
+		dir, err = store.TempWorktreeDir()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return NewWorktree(ctx, c.env.cfg.CWD, dir, c.id, 1)
+}
+
+// schedule makes t the task's latest turn: it gets a context derived from parent that
+// task_stop, CancelAll and disposal cancel, and waits for the previous turn. Call with
+// the row already running, under the registry's lock (so that Stop and CancelAll see
+// the new turn's cancel func).
+func (c *controller) schedule(parent context.Context, t turn) (context.Context, turn) {
+	ctx, cancel := context.WithCancelCause(parent)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t.done, t.prev, t.finished, t.cancel = c.done, c.last, make(chan struct{}), cancel
+	c.last = t.finished
 	c.cancel = cancel
 	c.seq++
 	t.seq = c.seq
 	c.stopRequested = false
-	r.wg.Add(1)
-	go func() {
-		defer close(done)
-		defer cancel(nil)
-		if prev != nil {
-			<-prev
-		}
-		r.runTurn(tctx, c, e, t)
-	}()
+	return ctx, t
+}
+
+// continueTurn moves a completed or paused row into its next turn, with message as the
+// instruction, and returns the turn and how it continues: on the resident runtime, or
+// revived from the transcript. Call under the registry's lock, after continuable.
+func (c *controller) continueTurn(now time.Time, message, toolUseID string) (turn, string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	kind := streamjson.ContinuationResident
+	if !c.resident || c.rt == nil || c.closed {
+		// A revived task starts a new life, resident from now on if its type allows
+		// (a foreground launch's task too).
+		kind = streamjson.ContinuationRevived
+		c.lives++
+		c.resident = c.def.Resident()
+	}
+	c.row.continueTurn(now, toolUseID)
+	c.done = make(chan struct{})
+	msg := llm.UserText(message)
+	return turn{n: c.row.Turn, instruction: message, msg: &msg, toolUseID: toolUseID, continuation: kind, background: true}, kind
 }
 
 // runTurn runs one turn to its end: task_started, the runtime's Execute, the recorded
-// outcome, the notification. It calls r.wg.Done.
-func (r *Registry) runTurn(ctx context.Context, c *controller, e *entry, t turn) {
-	defer r.wg.Done()
-	r.mu.Lock()
-	c.turnToolUseID, c.turnStart = t.toolUseID, r.cfg.Now()
-	c.cur = &turnState{n: t.n, continuation: t.continuation}
-	row := e.row
-	in := r.hookInput(c, e)
-	r.mu.Unlock()
-	r.runHooks(ctx, hooks.SubagentStart, e.def, in)
-
-	ev := streamjson.NewTaskStarted()
-	ev.TaskID, ev.RunID, ev.ToolUseID = string(c.id), fmt.Sprintf("%s#%d", c.id, t.n), t.toolUseID
-	ev.Description, ev.SubagentType, ev.Prompt = row.Description, row.SubagentType, t.instruction
-	ev.IsBackgrounded, ev.Turn, ev.Continuation = t.background, t.n, t.continuation
-	r.cfg.Emit(ev)
+// outcome, the notification. It returns once the turn has settled.
+func (c *controller) runTurn(ctx context.Context, t turn) {
+	defer close(t.finished)
+	defer t.cancel(nil)
+	if t.prev != nil {
+		<-t.prev
+	}
+	c.mu.Lock()
+	c.cur = &turnState{n: t.n, continuation: t.continuation, toolUseID: t.toolUseID, background: t.background,
+		start: c.env.cfg.Now(), resident: c.resident}
+	row := c.row
+	info := c.turnInfoLocked()
+	c.mu.Unlock()
+	c.env.lifecycle.TurnStarted(ctx, info)
+	c.env.cfg.Emit(taskStarted(row, t))
 
 	ctx = llm.WithTaskID(ctx, string(c.id)) // tells parallel agents of one type apart (cassette)
-	ctx, span := trace.StartTurn(ctx, r.cfg.Tracer, trace.TurnInfo{
-		SessionID: r.cfg.SessionID, Agent: row.SubagentType, TaskID: string(c.id), SubagentType: row.SubagentType,
+	ctx, span := trace.StartTurn(ctx, c.env.cfg.Tracer, trace.TurnInfo{
+		SessionID: c.env.cfg.SessionID, Agent: row.SubagentType, TaskID: string(c.id), SubagentType: row.SubagentType,
 		Turn: t.n, Continuation: t.continuation, Caller: t.caller,
 	})
-	res, err := r.execute(ctx, c, e, t)
+	res, err := c.execute(ctx, t)
 	if err != nil {
 		res = TurnResult{Reason: ReasonError, Err: err}
 	}
 	trace.EndTurn(span, res.Reason, res.Err)
-	r.finishTurn(c, e, t, res)
+	c.finish(t, res)
 }
 
 // execute runs the turn on the controller's runtime, reviving it from the transcript first
 // when the controller has none.
-func (r *Registry) execute(ctx context.Context, c *controller, e *entry, t turn) (TurnResult, error) {
-	if c.rt == nil {
-		if err := r.revive(c, e); err != nil {
+func (c *controller) execute(ctx context.Context, t turn) (TurnResult, error) {
+	c.mu.Lock()
+	rt, tr := c.rt, c.tr
+	c.mu.Unlock()
+	if rt == nil {
+		var err error
+		if rt, tr, err = c.revive(); err != nil {
 			return TurnResult{}, err
 		}
 	}
-	if c.tr != nil {
-		c.tr.SetTurn(t.n)
+	if tr != nil {
+		tr.SetTurn(t.n)
 	}
 	msg := llm.UserText(t.instruction)
 	if t.msg != nil {
 		msg = *t.msg
 	}
-	return c.rt.Execute(ctx, msg)
+	return rt.Execute(ctx, msg)
 }
 
 // revive rebuilds the runtime from the task's transcript.
-func (r *Registry) revive(c *controller, e *entry) error {
-	r.mu.Lock()
-	path, def := e.row.Transcript, e.def
-	r.mu.Unlock()
-	if path == "" {
-		return fmt.Errorf("%w: task has no transcript to revive from", ErrNotContinuable)
+func (c *controller) revive() (*Runtime, *store.Transcript, error) {
+	c.mu.Lock()
+	path := c.row.Transcript
+	c.mu.Unlock()
+	st := c.env.cfg.Store
+	if path == "" || st == nil {
+		return nil, nil, fmt.Errorf("%w: task has no transcript to revive from", ErrNotContinuable)
 	}
-	loaded, err := ReadTranscript(path)
+	loaded, err := st.ReadTranscript(path)
 	if err != nil {
-		return fmt.Errorf("revive %s: %w", c.id, err)
+		return nil, nil, fmt.Errorf("revive %s: %w", c.id, err)
 	}
 	for _, w := range loaded.Warnings {
-		r.cfg.Logger.Warn("transcript damaged", "task_id", c.id, "warning", w)
+		c.env.cfg.Logger.Warn("transcript damaged", "task_id", c.id, "warning", w)
 	}
 	if loaded.Meta.TaskID != "" && loaded.Meta.TaskID != string(c.id) {
-		return fmt.Errorf("%w: transcript %s belongs to task %s", ErrNotContinuable, path, loaded.Meta.TaskID)
+		return nil, nil, fmt.Errorf("%w: transcript %s belongs to task %s", ErrNotContinuable, path, loaded.Meta.TaskID)
 	}
-	tr, err := OpenTranscript(path, r.cfg.Now)
+	tr, err := st.OpenTranscript(path, c.env.cfg.Now)
 	if err != nil {
-		return fmt.Errorf("revive %s: %w", c.id, err)
+		return nil, nil, fmt.Errorf("revive %s: %w", c.id, err)
 	}
-	rt := r.newRuntime(c, e, def, tr, RepairDangling(loaded.Messages), "")
-	r.mu.Lock()
-	c.tr, c.rt = tr, rt
-	r.mu.Unlock()
-	return nil
+	rt := c.newRuntime(tr, store.RepairDangling(loaded.Messages), "")
+	c.mu.Lock()
+	c.rt, c.tr = rt, tr
+	c.mu.Unlock()
+	return rt, tr, nil
 }
 
-// entryInbox is the runtime's view of its task row: queued send_message input, and the
-// atomic claim-or-complete at the end of a turn.
-type entryInbox struct {
-	r *Registry
-	e *entry
-	c *controller
+// newRuntime makes the task's runtime. Its callbacks reach only this controller.
+func (c *controller) newRuntime(tr *store.Transcript, history []llm.Message, root string) *Runtime {
+	cfg := c.env.cfg
+	model := cfg.ModelName
+	if c.def.Model != "" && c.def.Model != "inherit" {
+		model = c.def.Model
+	}
+	var chat ChatStore
+	if tr != nil {
+		chat = tr
+	}
+	c.mu.Lock()
+	toolUseID, description := c.row.ToolUseID, c.row.Description
+	c.mu.Unlock()
+	keys := streamjson.AgentKeys{TaskID: string(c.id), AgentID: string(c.id), SubagentType: c.def.Name, TaskDescription: description}
+	def := c.def
+	return cfg.NewRuntime(RuntimeConfig{
+		Agent:     def.Name,
+		System:    def.SystemPrompt(),
+		Model:     cfg.Model,
+		ModelName: model,
+		Tools: func() *tools.Set {
+			if cfg.SubagentTools == nil {
+				return tools.NewSet()
+			}
+			return cfg.SubagentTools(def, root)
+		},
+		StopHook: c.stopHook,
+		MaxSteps: cfg.MaxSteps,
+		Inbox:    c,
+		Store:    chat,
+		Emit:     cfg.Emit,
+		Decorate: func(ev streamjson.Event) {
+			switch ev := ev.(type) {
+			case *streamjson.Assistant:
+				ev.ParentToolUseID, ev.AgentKeys = &toolUseID, keys
+			case *streamjson.User:
+				ev.ParentToolUseID, ev.AgentKeys = &toolUseID, keys
+			}
+		},
+		OnToolRound: c.toolRound,
+		History:     history,
+		Now:         cfg.Now,
+		Tracer:      cfg.Tracer,
+	})
 }
 
-func (in *entryInbox) Drain() []llm.Message {
-	in.r.mu.Lock()
-	defer in.r.mu.Unlock()
-	q := in.e.queue
-	in.e.queue = nil
+// stopHook is the runtime's StopHook: the lifecycle may make the agent go on.
+func (c *controller) stopHook(ctx context.Context, final string, active bool) string {
+	c.mu.Lock()
+	info := c.turnInfoLocked()
+	c.mu.Unlock()
+	return c.env.lifecycle.TurnStopping(ctx, info, final, active)
+}
+
+// turnInfoLocked describes the running turn for the lifecycle. Call with c.mu held.
+func (c *controller) turnInfoLocked() TurnInfo {
+	t := TurnInfo{TaskID: c.id, Definition: c.def, Turn: c.row.Turn, Transcript: c.row.Transcript}
+	if c.cur != nil {
+		t.Turn, t.Continuation, t.Background, t.ToolUseID = c.cur.n, c.cur.continuation, c.cur.background, c.cur.toolUseID
+	}
+	return t
+}
+
+// toolRound is the runtime's OnToolRound: a task_progress event.
+func (c *controller) toolRound(s Stats) {
+	p := streamjson.NewTaskProgress()
+	c.mu.Lock()
+	p.TaskID, p.Description, p.SubagentType = string(c.id), c.row.Description, c.def.Name
+	p.Turn = c.row.Turn
+	var start time.Time
+	if c.cur != nil {
+		p.ToolUseID, start = c.cur.toolUseID, c.cur.start
+	}
+	c.mu.Unlock()
+	p.LastToolName = s.LastTool
+	p.Usage = streamjson.TaskUsage{TotalTokens: s.Usage.Total(), ToolUses: s.ToolUses, DurationMS: c.env.cfg.Now().Sub(start).Milliseconds()}
+	c.env.cfg.Emit(p)
+}
+
+// Drain implements Inbox: the send_message input queued since the last call.
+func (c *controller) Drain() []llm.Message {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	q := c.queue
+	c.queue = nil
 	return q
 }
 
-func (in *entryInbox) Settle(final string) []llm.Message {
+// Settle implements Inbox: atomically, it claims queued input or commits the turn's
+// completion (the running→completed transition).
+func (c *controller) Settle(final string) []llm.Message {
 	// Persist the chat first (outside the lock), so the completed row always has its
 	// history on disk.
-	if in.c.tr != nil {
-		if err := in.c.tr.Sync(); err != nil {
-			in.r.cfg.Logger.Warn("sync transcript", "task_id", in.c.id, "err", err)
+	c.mu.Lock()
+	tr := c.tr
+	c.mu.Unlock()
+	if tr != nil {
+		if err := tr.Sync(); err != nil {
+			c.env.cfg.Logger.Warn("sync transcript", "task_id", c.id, "err", err)
 		}
 	}
-	in.r.mu.Lock()
-	if q := in.e.queue; len(q) > 0 {
-		in.e.queue = nil
-		in.r.mu.Unlock()
+	c.mu.Lock()
+	if q := c.queue; len(q) > 0 {
+		c.queue = nil
+		c.mu.Unlock()
 		return q
 	}
-	if in.c.stopRequested || in.c.disposed {
-		in.r.mu.Unlock()
-		return nil // the turn is being cancelled; finishTurn records it
+	if c.stopRequested || c.closed {
+		c.mu.Unlock()
+		return nil // the turn is being cancelled; finish records it
 	}
-	in.r.completeLocked(in.e, in.c, final)
-	if in.c.cur != nil {
-		in.c.cur.committed, in.c.cur.row = true, in.e.row
+	c.row.complete(c.env.cfg.Now().UTC(), final)
+	if c.tr != nil {
+		_ = c.tr.Write(store.Record{Type: store.RecordTurn, Turn: c.row.Turn, Status: string(StatusCompleted), Summary: final})
 	}
-	in.r.mu.Unlock()
-	in.r.persist(in.e)
+	if c.cur != nil {
+		c.cur.committed, c.cur.row = true, c.row
+	}
+	c.mu.Unlock()
+	c.persist()
 	return nil
 }
 
-// completeLocked records a successful turn: the running→completed transition.
-func (r *Registry) completeLocked(e *entry, c *controller, final string) {
-	now := r.cfg.Now().UTC()
-	e.row.Status, e.row.UpdatedAt, e.row.EndedAt = StatusCompleted, now, now
-	e.row.Interrupted = false
-	e.row.LastOutcome = Outcome{Text: final, Reason: ReasonCompleted}
-	if c.tr != nil {
-		_ = c.tr.Write(Record{Type: RecordTurn, Turn: e.row.Turn, Status: string(StatusCompleted), Summary: final})
-	}
-}
-
-// finishTurn records a turn that did not complete, emits the notification and releases
-// what the turn held.
-func (r *Registry) finishTurn(c *controller, e *entry, t turn, res TurnResult) {
+// finish records a turn that did not complete, emits the notification and releases what
+// the turn held. The turn counts as settled when it returns.
+func (c *controller) finish(t turn, res TurnResult) {
+	cfg := c.env.cfg
 	usage := streamjson.TaskUsage{TotalTokens: res.Stats.Usage.Total(), ToolUses: res.Stats.ToolUses, DurationMS: res.Stats.Duration.Milliseconds()}
-	worktree := r.finalizeWorktree(c)
-	r.mu.Lock()
+	worktree := c.finalizeWorktree()
+	c.mu.Lock()
 	var row Row
 	completed := c.cur != nil && c.cur.committed && res.Reason == ReasonCompleted
+	keep := completed && c.cur.resident && !c.closed
 	if completed {
 		row = c.cur.row
 		row.LastOutcome.Usage, row.LastOutcome.Worktree = usage, worktree
-		if e.row.Turn == t.n {
-			e.row.LastOutcome.Usage, e.row.LastOutcome.Worktree = usage, worktree
+		if c.row.Turn == t.n {
+			c.row.LastOutcome.Usage, c.row.LastOutcome.Worktree = usage, worktree
 		}
 	} else {
 		// No later turn can have been scheduled: that needs a completed row.
-		now := r.cfg.Now().UTC()
-		status, interrupted := StatusFailed, false
-		if res.Reason == ReasonCancelled || c.stopRequested || errors.Is(res.Err, context.Canceled) {
-			status, interrupted = StatusCancelled, true
-		}
 		errText := ""
 		if res.Err != nil {
 			errText = res.Err.Error()
 		}
-		e.row.Status, e.row.UpdatedAt, e.row.EndedAt = status, now, now
-		e.row.Interrupted = interrupted
-		e.row.LastOutcome = Outcome{Text: res.FinalText, Reason: res.Reason, Error: errText, Interrupted: interrupted, Usage: usage, Worktree: worktree, Undelivered: len(e.queue)}
-		e.queue = nil
+		interrupted := res.Reason == ReasonCancelled || c.stopRequested || errors.Is(res.Err, context.Canceled)
+		c.row.end(cfg.Now().UTC(), interrupted, Outcome{Text: res.FinalText, Reason: res.Reason, Error: errText, Usage: usage, Worktree: worktree, Undelivered: len(c.queue)})
+		c.queue = nil
 		if c.tr != nil {
-			_ = c.tr.Write(Record{Type: RecordTurn, Turn: t.n, Status: string(status), Summary: res.FinalText})
+			_ = c.tr.Write(store.Record{Type: store.RecordTurn, Turn: t.n, Status: string(c.row.Status), Summary: res.FinalText})
 			_ = c.tr.Sync()
 		}
-		row = e.row
+		row = c.row
 	}
 	c.cur = nil
-	keep := completed && c.resident && !c.disposed
-	if !keep && r.controllers[c.id] == c {
-		delete(r.controllers, c.id)
-	}
 	if c.seq == t.seq {
 		c.cancel = nil
 	}
-	r.mu.Unlock()
+	var rel released
+	if !keep {
+		rel = c.takeRuntimeLocked()
+	}
+	c.mu.Unlock()
 
 	if !completed {
-		r.persist(e)
+		c.persist()
 	}
-	if !keep {
-		r.dispose(c)
-		r.release(c)
+	c.dispose(rel)
+	n := taskNotification(row, t)
+	cfg.Emit(n)
+	if t.background {
+		cfg.Notify(llm.UserText(NotificationText(row, t.toolUseID, n.Status)))
 	}
-	r.notify(c, t, row)
-
-	r.mu.Lock()
-	if e.row.Turn == t.n {
-		e.row.Notified = true
+	c.mu.Lock()
+	if c.row.Turn == t.n {
+		c.row.Notified = true
 	}
+	row.Notified = true // this turn's notification
+	info := c.turnInfoLocked()
+	info.Turn, info.Continuation, info.Background, info.ToolUseID = t.n, t.continuation, t.background, t.toolUseID
+	c.mu.Unlock()
+	// The rows this settlement pushes over MaxRetained are disposed, and the lifecycle has
+	// heard of it, before the turn counts as settled: whoever waits for it (Collect, Wait)
+	// sees the registry as it will stay.
+	c.env.settled()
+	c.env.lifecycle.TurnSettled(info, row)
 	close(t.done)
-	prune := r.pruneLocked()
-	r.mu.Unlock()
-	for _, pc := range prune {
-		r.dispose(pc)
-	}
 }
 
 // finalizeWorktree ends the isolated worktree of the turn that just ran, if it had one, and
 // says what became of it.
-func (r *Registry) finalizeWorktree(c *controller) string {
-	r.mu.Lock()
+func (c *controller) finalizeWorktree() string {
+	c.mu.Lock()
 	wt := c.wt
 	c.wt = nil
-	r.mu.Unlock()
+	c.mu.Unlock()
 	if wt == nil {
 		return ""
 	}
@@ -297,113 +515,124 @@ func (r *Registry) finalizeWorktree(c *controller) string {
 	defer cancel()
 	note, err := wt.Finalize(ctx)
 	if err != nil {
-		r.cfg.Logger.Warn("finalize worktree", "task_id", c.id, "path", wt.Path, "err", err)
+		c.env.cfg.Logger.Warn("finalize worktree", "task_id", c.id, "path", wt.Path, "err", err)
 		return fmt.Sprintf("The worktree at %s could not be finalized: %v", wt.Path, err)
 	}
 	return note
 }
 
-// notify emits task_notification and, for a background turn, hands the parent its
-// <task-notification> message.
-func (r *Registry) notify(c *controller, t turn, row Row) {
-	n := streamjson.NewTaskNotification()
-	n.TaskID, n.RunID, n.ToolUseID = string(c.id), fmt.Sprintf("%s#%d", c.id, t.n), t.toolUseID
-	n.Turn, n.Summary, n.Interrupted = t.n, row.LastOutcome.Text, row.Interrupted
-	n.OutputFile, n.Usage = row.Transcript, row.LastOutcome.Usage
-	switch row.Status {
-	case StatusCompleted:
-		n.Status = streamjson.StatusCompleted
-	case StatusCancelled:
-		n.Status, n.Reason = streamjson.StatusStopped, "cancelled"
-	default:
-		n.Status, n.Reason = streamjson.StatusFailed, row.LastOutcome.Reason
-	}
-	r.cfg.Emit(n)
-	if t.background {
-		r.cfg.Notify(llm.UserText(NotificationText(row, t.toolUseID, n.Status)))
+// failLaunch records a launch that failed before its first turn ran, and disposes it.
+func (c *controller) failLaunch(err error) {
+	c.mu.Lock()
+	c.row.failLaunch(c.env.cfg.Now().UTC(), err)
+	close(c.done)
+	c.closed = true
+	rel := c.takeRuntimeLocked()
+	c.mu.Unlock()
+	c.persist()
+	c.dispose(rel)
+}
+
+// stop cancels the latest scheduled turn with cause (task_stop, the end of the run); its
+// partial findings are kept. Call under the registry's lock.
+func (c *controller) stop(cause error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stopRequested = true
+	if c.cancel != nil {
+		c.cancel(cause)
 	}
 }
 
-// NotificationText is the <task-notification> message the parent model reads.
-func NotificationText(row Row, toolUseID, status string) string {
-	var b strings.Builder
-	b.WriteString("<task-notification>\n")
-	fmt.Fprintf(&b, "<task-id>%s</task-id>\n", row.TaskID)
-	fmt.Fprintf(&b, "<tool-use-id>%s</tool-use-id>\n", toolUseID)
-	fmt.Fprintf(&b, "<status>%s</status>\n", status)
-	fmt.Fprintf(&b, "<turn>%d</turn>\n", row.Turn)
-	summary := fmt.Sprintf("Agent %q (%s) %s turn %d.", row.Description, row.SubagentType, status, row.Turn)
-	if row.Interrupted {
-		summary += " It was cancelled before it finished; the result holds its partial findings."
-	} else if row.LastOutcome.Error != "" {
-		summary += " Error: " + row.LastOutcome.Error
-	}
-	if row.LastOutcome.Worktree != "" {
-		summary += " " + row.LastOutcome.Worktree
-	}
-	if n := row.LastOutcome.Undelivered; n > 0 {
-		summary += fmt.Sprintf(" %d message(s) sent to it with send_message were not delivered.", n)
-	}
-	fmt.Fprintf(&b, "<summary>%s</summary>\n", summary)
-	fmt.Fprintf(&b, "<result>%s</result>\n", row.LastOutcome.Text)
-	u := row.LastOutcome.Usage
-	fmt.Fprintf(&b, "<usage><total_tokens>%d</total_tokens><tool_uses>%d</tool_uses><duration_ms>%d</duration_ms></usage>\n", u.TotalTokens, u.ToolUses, u.DurationMS)
-	b.WriteString("<note>The same task id notifies again after every continuation. Continue it with send_message.</note>\n")
-	b.WriteString("</task-notification>")
-	return b.String()
-}
-
-// settleFailed records a launch that failed before its first turn ran.
-func (r *Registry) settleFailed(e *entry, c *controller, done chan struct{}, err error) {
-	r.mu.Lock()
-	now := r.cfg.Now().UTC()
-	e.row.Status, e.row.UpdatedAt, e.row.EndedAt, e.row.Notified = StatusFailed, now, now, true
-	e.row.LastOutcome = Outcome{Reason: ReasonError, Error: err.Error()}
-	if r.controllers[c.id] == c {
-		delete(r.controllers, c.id)
-	}
-	close(done)
-	r.mu.Unlock()
-	r.persist(e)
-	r.dispose(c)
-}
-
-// dispose aborts c's active turn and releases its runtime, exactly once. A turn still
-// running finishes first (its finalizer releases it).
-func (r *Registry) dispose(c *controller) {
-	r.mu.Lock()
-	if c.disposed {
-		r.mu.Unlock()
+// close disposes the controller for good (shutdown, pruning): a turn still running is
+// cancelled and releases the runtime when it ends; an idle runtime is released now.
+// Idempotent.
+func (c *controller) close() {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
 		return
 	}
-	c.disposed = true
-	active := c.cancel != nil
-	if active {
+	c.closed = true
+	var rel released
+	if c.cancel != nil {
 		c.cancel(ErrDisposed)
+	} else {
+		rel = c.takeRuntimeLocked()
 	}
-	r.mu.Unlock()
-	if r.cfg.OnDispose != nil {
-		r.cfg.OnDispose(c.id)
-	}
-	if !active {
-		r.release(c)
-	}
+	c.mu.Unlock()
+	c.dispose(rel)
 }
 
-// release frees the runtime and transcript of a disposed controller.
-func (r *Registry) release(c *controller) {
-	r.mu.Lock()
-	if c.released {
-		r.mu.Unlock()
-		return
+// releaseIdle gives up the resident runtime of a task that is not running; the row stays
+// and its next turn revives. It reports whether there was one.
+func (c *controller) releaseIdle() (released, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.row.Status == StatusRunning || c.cur != nil || c.rt == nil || c.closed {
+		return released{}, false
 	}
-	c.released = true
-	rt, tr := c.rt, c.tr
-	r.mu.Unlock()
-	if rt != nil {
-		rt.Close()
+	return c.takeRuntimeLocked(), true
+}
+
+// released is a runtime and transcript taken from a controller, to close outside its lock.
+type released struct {
+	id   TaskID
+	rt   *Runtime
+	tr   *store.Transcript
+	live bool // OnDispose is due
+}
+
+func (c *controller) takeRuntimeLocked() released {
+	r := released{id: c.id, rt: c.rt, tr: c.tr, live: c.lives > 0}
+	if r.live {
+		c.lives--
 	}
+	c.rt, c.tr = nil, nil
+	return r
+}
+
+// dispose closes what takeRuntimeLocked took, and reports it to OnDispose once.
+func (c *controller) dispose(r released) {
+	if r.live && c.env.cfg.OnDispose != nil {
+		c.env.cfg.OnDispose(r.id)
+	}
+	if r.rt != nil {
+		r.rt.Close()
+	}
+	closeTranscript(r.tr)
+}
+
+func closeTranscript(tr *store.Transcript) {
 	if tr != nil {
 		_ = tr.Close()
 	}
+}
+
+// persist writes the row to its sidecar, unless a newer write already happened. Call
+// without mu held, after the transition, before anything announces it.
+func (c *controller) persist() {
+	st := c.env.cfg.Store
+	if st == nil {
+		return
+	}
+	c.mu.Lock()
+	c.rev++
+	rev := c.rev
+	sc := Sidecar{Row: c.row, CWD: c.env.cfg.CWD, Isolation: c.def.Isolation}
+	c.mu.Unlock()
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if rev <= c.written {
+		return
+	}
+	data, err := EncodeSidecar(sc, st.Rel)
+	if err == nil {
+		err = st.WriteSidecar(string(sc.TaskID), data)
+	}
+	if err != nil {
+		c.env.cfg.Logger.Warn("write sidecar", "task_id", sc.TaskID, "err", err)
+		return
+	}
+	c.written = rev
 }

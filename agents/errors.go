@@ -19,4 +19,8 @@ var (
 	ErrUnknownTask = errors.New("unknown task id")
 	// ErrNoSlot: every background execution slot is taken.
 	ErrNoSlot = errors.New("no free background slot")
+	// ErrBackgroundOff: run_in_background was passed while background agents are turned off.
+	ErrBackgroundOff = errors.New("background agents are turned off in this run: run_in_background is not available; launch the task in the foreground")
+	// ErrNotContinuable: the task cannot take a new turn.
+	ErrNotContinuable = errors.New("task cannot be continued")
 )

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/store"
 	"github.com/stoke-cli/stoke/streamjson"
 )
 
@@ -147,7 +148,7 @@ func newHarness(t *testing.T, fn genFunc, mod ...func(*RegistryConfig)) *harness
 	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	cfg := RegistryConfig{
 		SessionID:        "session-1",
-		Dir:              h.dir,
+		Store:            store.At(h.dir),
 		Model:            h.model,
 		BackgroundAgents: true,
 		Emit: func(ev streamjson.Event) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/store"
 	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/streamjson"
 )
@@ -157,7 +158,7 @@ func TestSecondInstructionInTranscript(t *testing.T) {
 	h.send(id, "second instruction")
 	row := h.collect(id)
 
-	loaded, err := ReadTranscript(row.Transcript)
+	loaded, err := store.ReadTranscript(row.Transcript)
 	if err != nil {
 		t.Fatal(err)
 	}

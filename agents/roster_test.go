@@ -12,6 +12,7 @@ import (
 
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/llm/scripted"
+	"github.com/stoke-cli/stoke/agents/store"
 	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/streamjson"
 )
@@ -45,14 +46,14 @@ func writeRosterSidecar(t *testing.T, dir, cwd string, f rosterSidecar) {
 	}
 	path := filepath.Join(dir, "agents", string(f.id)+".jsonl")
 	if !f.noTranscript {
-		tr, err := OpenTranscript(path, nil)
+		tr, err := store.OpenTranscript(path, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		_ = tr.Write(Record{Type: RecordMeta, TaskID: string(f.transcriptOf), SubagentType: GeneralPurpose})
+		_ = tr.Write(store.Record{Type: store.RecordMeta, TaskID: string(f.transcriptOf), SubagentType: GeneralPurpose})
 		_ = tr.Append(llm.UserText("Remember NONCE-" + strings.ToUpper(string(f.id[1:7]))))
 		_ = tr.Append(llm.Message{Role: llm.RoleAssistant, Content: []llm.Block{llm.TextBlock("Stored.")}})
-		_ = tr.Write(Record{Type: RecordTurn, Turn: 1, Status: string(StatusCompleted), Summary: "Stored."})
+		_ = tr.Write(store.Record{Type: store.RecordTurn, Turn: 1, Status: string(StatusCompleted), Summary: "Stored."})
 		if err := tr.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -60,9 +61,14 @@ func writeRosterSidecar(t *testing.T, dir, cwd string, f rosterSidecar) {
 	row := Row{TaskID: f.id, Description: "d " + string(f.id), SubagentType: GeneralPurpose, Status: f.status, Turn: 1,
 		Backgrounded: f.backgrounded, ParentSessionID: f.owner, Transcript: path,
 		CreatedAt: f.ended.Add(-time.Minute), EndedAt: f.ended}
-	if err := WriteSidecar(dir, Sidecar{Row: row, CWD: f.cwd, Isolation: f.isolation}); err != nil {
+	if err := WriteSidecar(store.At(dir), Sidecar{Row: row, CWD: f.cwd, Isolation: f.isolation}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// sidecarFile is where DESIGN.md says the sidecar of id lives in session directory dir.
+func sidecarFile(dir string, id TaskID) string {
+	return filepath.Join(dir, "agents", string(id)+".meta.json")
 }
 
 func tid(n byte) TaskID { return TaskID("a" + strings.Repeat(string("0123456789abcdef"[n%16]), 16)) }
@@ -90,12 +96,12 @@ func TestLoadRoster(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "agents", string(tid(11))+".meta.json"), []byte(`{"version":1,"task_id":`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	data, _ := os.ReadFile(SidecarPath(dir, tid(1)))
-	if err := os.WriteFile(SidecarPath(dir, tid(12)), data, 0o600); err != nil {
+	data, _ := os.ReadFile(sidecarFile(dir, tid(1)))
+	if err := os.WriteFile(sidecarFile(dir, tid(12)), data, 0o600); err != nil {
 		t.Fatal(err)
 	}
 
-	rows, warnings, err := LoadRoster(dir, RosterOptions{SessionID: rosterSession, CWD: cwd})
+	rows, warnings, err := LoadRoster(store.At(dir), RosterOptions{SessionID: rosterSession, CWD: cwd})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +132,7 @@ func TestLoadRoster(t *testing.T) {
 	}
 
 	// Only the newest completed rows are kept; running rows are not limited.
-	rows, _, err = LoadRoster(dir, RosterOptions{SessionID: rosterSession, CWD: cwd, MaxCompleted: 2})
+	rows, _, err = LoadRoster(store.At(dir), RosterOptions{SessionID: rosterSession, CWD: cwd, MaxCompleted: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +178,7 @@ func TestRestoreAndRevive(t *testing.T) {
 	writeRosterSidecar(t, dir, cwd, rosterSidecar{id: tid(1), status: StatusCompleted, backgrounded: true, ended: now})
 	writeRosterSidecar(t, dir, cwd, rosterSidecar{id: tid(2), status: StatusRunning, backgrounded: true, ended: now})
 	writeRosterSidecar(t, dir, cwd, rosterSidecar{id: tid(7), status: StatusCompleted, backgrounded: true, noTranscript: true, ended: now})
-	rows, _, err := LoadRoster(dir, RosterOptions{SessionID: rosterSession, CWD: cwd})
+	rows, _, err := LoadRoster(store.At(dir), RosterOptions{SessionID: rosterSession, CWD: cwd})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +193,7 @@ rules:
 	}
 	m := scripted.New(s)
 	rec := &recorder{}
-	reg := NewRegistry(t.Context(), RegistryConfig{SessionID: rosterSession, Dir: dir, CWD: cwd, Model: m,
+	reg := NewRegistry(t.Context(), RegistryConfig{SessionID: rosterSession, Store: store.At(dir), CWD: cwd, Model: m,
 		BackgroundAgents: true, Emit: rec.emit, Notify: rec.notify})
 	defer reg.Shutdown()
 	if err := reg.Restore(rows); err != nil {
@@ -231,11 +237,11 @@ rules:
 		t.Errorf("task_notification events = %d, want 1 (the revived turn only)", n)
 	}
 	// The revived turn is stored: sidecar turn 2, completed; transcript holds the instruction.
-	sc, err := ReadSidecar(SidecarPath(dir, tid(1)))
+	sc, err := ReadSidecar(store.At(dir), string(tid(1)))
 	if err != nil || sc.Turn != 2 || sc.Status != StatusCompleted {
 		t.Errorf("sidecar after revival = %+v, %v", sc, err)
 	}
-	loaded, err := ReadTranscript(sc.Transcript)
+	loaded, err := store.ReadTranscript(sc.Transcript)
 	if err != nil || !strings.Contains(loaded.Messages[len(loaded.Messages)-2].Text(), "What was the nonce?") {
 		t.Errorf("transcript after revival: %+v, %v", loaded, err)
 	}
@@ -265,23 +271,23 @@ func TestSidecarRoundTripAndModes(t *testing.T) {
 	dir := t.TempDir()
 	row := Row{TaskID: tid(3), ParentSessionID: rosterSession, Status: StatusCompleted, Turn: 4, Backgrounded: true,
 		Transcript: filepath.Join(dir, "agents", string(tid(3))+".jsonl")}
-	if err := WriteSidecar(dir, Sidecar{Row: row, CWD: "/w", Isolation: "worktree"}); err != nil {
+	if err := WriteSidecar(store.At(dir), Sidecar{Row: row, CWD: "/w", Isolation: "worktree"}); err != nil {
 		t.Fatal(err)
 	}
-	raw, _ := os.ReadFile(SidecarPath(dir, tid(3)))
+	raw, _ := os.ReadFile(sidecarFile(dir, tid(3)))
 	if !strings.Contains(string(raw), `"transcript": "agents/`) {
 		t.Errorf("transcript path is not relative to the session dir: %s", raw)
 	}
-	sc, err := ReadSidecar(SidecarPath(dir, tid(3)))
+	sc, err := ReadSidecar(store.At(dir), string(tid(3)))
 	if err != nil || sc.Turn != 4 || sc.Transcript != row.Transcript || sc.Isolation != "worktree" || !sc.Backgrounded {
 		t.Fatalf("round trip = %+v, %v", sc, err)
 	}
-	st, _ := os.Stat(SidecarPath(dir, tid(3)))
+	st, _ := os.Stat(sidecarFile(dir, tid(3)))
 	dst, _ := os.Stat(filepath.Join(dir, "agents"))
 	if st.Mode().Perm() != 0o600 || dst.Mode().Perm() != 0o700 {
 		t.Errorf("modes: file %v dir %v", st.Mode().Perm(), dst.Mode().Perm())
 	}
-	if err := WriteSidecar(dir, Sidecar{Row: Row{TaskID: "../x"}}); !errors.Is(err, ErrBadTaskID) {
+	if err := WriteSidecar(store.At(dir), Sidecar{Row: Row{TaskID: "../x"}}); !errors.Is(err, ErrBadTaskID) {
 		t.Errorf("write with a bad id: %v", err)
 	}
 }
@@ -292,7 +298,7 @@ func FuzzDecodeSidecar(f *testing.F) {
 	f.Add([]byte(`{"version":1,"task_id":`))
 	f.Add([]byte(`null`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s, err := DecodeSidecar(data, "a0000000000000000", "/session")
+		s, err := DecodeSidecar(data, "a0000000000000000", store.At("/session").Abs)
 		if err != nil {
 			if !errors.Is(err, ErrBadSidecar) {
 				t.Fatalf("error does not wrap ErrBadSidecar: %v", err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/store"
 	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/agents/trace"
 	"github.com/stoke-cli/stoke/streamjson"
@@ -253,29 +254,15 @@ func (r *Runtime) loop(ctx context.Context, instruction llm.Message) TurnResult 
 }
 
 // add appends m to the chat and the store. A message of the same role as the last one is
-// merged into it, so that roles alternate; revival applies the same rule (AppendMessage).
+// merged into it, so that roles alternate; revival applies the same rule (store.AppendMessage).
 func (r *Runtime) add(m llm.Message) error {
-	r.chat.msgs = AppendMessage(r.chat.msgs, m)
+	r.chat.msgs = store.AppendMessage(r.chat.msgs, m)
 	if r.cfg.Store != nil {
 		if err := r.cfg.Store.Append(m); err != nil {
 			return fmt.Errorf("append transcript: %w", err)
 		}
 	}
 	return nil
-}
-
-// AppendMessage appends m to msgs, merging it into the last message when both have the same
-// role. The runtime and transcript revival both build chats with it, so a revived chat is
-// the chat the resident runtime had.
-func AppendMessage(msgs []llm.Message, m llm.Message) []llm.Message {
-	if n := len(msgs); n > 0 && msgs[n-1].Role == m.Role {
-		last := msgs[n-1]
-		content := make([]llm.Block, 0, len(last.Content)+len(m.Content))
-		content = append(append(content, last.Content...), m.Content...)
-		msgs[n-1] = llm.Message{Role: m.Role, Content: content}
-		return msgs
-	}
-	return append(msgs, m)
 }
 
 func (r *Runtime) emit(ev streamjson.Event) {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/store"
 	"github.com/stoke-cli/stoke/agents/tools"
 )
 
@@ -106,7 +107,7 @@ func TestTaskToolReportsLaunchFailure(t *testing.T) {
 		if err := os.WriteFile(file, nil, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		c.Dir = file
+		c.Store = store.At(file)
 	})
 	for _, bg := range []bool{true, false} {
 		res := h.call(h.ctx(), ToolTask, map[string]any{"description": "d", "prompt": "p", "run_in_background": bg})
@@ -148,7 +149,7 @@ func TestRuntimeNormalizesToolInput(t *testing.T) {
 				answer(yield, "done")
 			})
 			path := filepath.Join(t.TempDir(), "t.jsonl")
-			tr, err := OpenTranscript(path, nil)
+			tr, err := store.OpenTranscript(path, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -161,7 +162,7 @@ func TestRuntimeNormalizesToolInput(t *testing.T) {
 			if got := string(rt.Chat().Messages()[1].Content[0].Input); got != tc.want {
 				t.Fatalf("chat input = %s, want %s", got, tc.want)
 			}
-			loaded, err := ReadTranscript(path)
+			loaded, err := store.ReadTranscript(path)
 			if err != nil || len(loaded.Warnings) != 0 {
 				t.Fatalf("ReadTranscript: %v %v", err, loaded)
 			}

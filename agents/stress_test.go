@@ -40,7 +40,7 @@ func TestFinishingWindowStress(t *testing.T) {
 	}, func(c *RegistryConfig) {
 		c.MaxBackground = 1000
 		c.MaxRetained = 1000
-		c.Dir = "" // no transcripts: the resident runtime never needs one
+		c.Store = nil // no transcripts: the resident runtime never needs one
 	})
 
 	ids := make([]TaskID, agents)

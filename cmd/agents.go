@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stoke-cli/stoke/agents"
+	"github.com/stoke-cli/stoke/agents/store"
 )
 
 // AgentsListOptions are the inputs of `stoke agents list`.
@@ -59,18 +60,18 @@ func NewCmdAgents(deps *Deps, listF func(context.Context, AgentsListOptions) err
 // listAgents prints a session's agent roster as stored on disk (its sidecars).
 func listAgents(_ context.Context, opts AgentsListOptions) error {
 	var (
-		info agents.SessionInfo
-		err  error
+		found store.Stored
+		err   error
 	)
 	if opts.Session != "" {
-		info, err = agents.FindSession(opts.Home, opts.CWD, opts.Session)
+		found, err = store.Find(opts.Home, opts.CWD, opts.Session)
 	} else {
-		info, err = agents.LatestSession(opts.Home, opts.CWD)
+		found, err = store.Latest(opts.Home, opts.CWD)
 	}
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
-	rows, warnings := agents.ReadSidecars(info.Dir)
+	rows, warnings := agents.ReadSidecars(found.Session)
 	for _, w := range warnings {
 		fmt.Fprintln(opts.Err, "stoke: warning:", w)
 	}

@@ -111,7 +111,7 @@ func normalizeArgs(root *cobra.Command, args []string, env argEnv) ([]string, er
 				if !hasVal {
 					if !last || i+1 >= len(args) {
 						if name == "resume" {
-							return nil, errResumeNeedsID
+							return nil, errResumeNeedsID()
 						}
 						out = append(out, "--"+name) // pflag: "flag needs an argument"
 						continue
@@ -120,7 +120,7 @@ func normalizeArgs(root *cobra.Command, args []string, env argEnv) ([]string, er
 					v := args[i]
 					val = &v
 					if name == "resume" && (flagLike(v) || v == "") {
-						return nil, errResumeNeedsID
+						return nil, errResumeNeedsID()
 					}
 				}
 				if name == "prompt" {
@@ -143,7 +143,9 @@ func normalizeArgs(root *cobra.Command, args []string, env argEnv) ([]string, er
 }
 
 // errResumeNeedsID: -r without a session id (Claude Code would open a picker).
-var errResumeNeedsID = usageErrorf("--resume needs a session id: stoke -r SESSION_ID (stoke sessions list shows them), or -c for the most recent session here")
+func errResumeNeedsID() error {
+	return usageErrorf("--resume needs a session id: stoke -r SESSION_ID (stoke sessions list shows them), or -c for the most recent session here")
+}
 
 // flagLike reports whether a word is a flag, as Claude Code's parser decides: it starts
 // with "-" and is longer than that.
@@ -287,16 +289,18 @@ func knownTool(name string) bool {
 	case agents.ToolTask, agents.ToolSendMessage, agents.ToolTaskStop, agents.ToolListAgents:
 		return true
 	}
-	return slices.Contains(claudeToolNames, name)
+	return slices.Contains(claudeToolNames(), name)
 }
 
 // claudeToolNames are Claude Code's built-in tools (code.claude.com/docs/en/tools-reference),
 // and older names scripts still write.
-var claudeToolNames = []string{
-	"Agent", "AskUserQuestion", "Bash", "BashOutput", "CronCreate", "CronDelete", "CronList",
-	"Edit", "EnterPlanMode", "EnterWorktree", "ExitPlanMode", "ExitWorktree", "Glob", "Grep",
-	"KillShell", "LS", "LSP", "ListMcpResourcesTool", "MultiEdit", "NotebookEdit", "NotebookRead",
-	"PowerShell", "Read", "ReadMcpResourceTool", "Skill", "SlashCommand", "Task", "TaskCreate",
-	"TaskGet", "TaskList", "TaskOutput", "TaskStop", "TaskUpdate", "TodoRead", "TodoWrite",
-	"ToolSearch", "WebFetch", "WebSearch", "Write",
+func claudeToolNames() []string {
+	return []string{
+		"Agent", "AskUserQuestion", "Bash", "BashOutput", "CronCreate", "CronDelete", "CronList",
+		"Edit", "EnterPlanMode", "EnterWorktree", "ExitPlanMode", "ExitWorktree", "Glob", "Grep",
+		"KillShell", "LS", "LSP", "ListMcpResourcesTool", "MultiEdit", "NotebookEdit", "NotebookRead",
+		"PowerShell", "Read", "ReadMcpResourceTool", "Skill", "SlashCommand", "Task", "TaskCreate",
+		"TaskGet", "TaskList", "TaskOutput", "TaskStop", "TaskUpdate", "TodoRead", "TodoWrite",
+		"ToolSearch", "WebFetch", "WebSearch", "Write",
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/stoke-cli/stoke/headless"
+	"github.com/stoke-cli/stoke/headless/sdkhost"
 )
 
 // Claude Code's flags. The Claude Agent SDK starts its executable with
@@ -185,7 +186,7 @@ func addClaudeFlags(f *pflag.FlagSet) {
 
 // claudeOptions is what Claude Code's flags and the SDK's environment ask of a run.
 type claudeOptions struct {
-	sdk           headless.SDKOptions
+	sdk           sdkhost.Options
 	noPersistence bool
 	// warnings are logged once the logger exists, one line each.
 	warnings []claudeWarning
@@ -212,14 +213,19 @@ func (o *claudeOptions) log(logger *slog.Logger) {
 	}
 }
 
-// permissionModes maps Claude Code's permission modes to stoke's approval modes.
-var permissionModes = map[string]string{
-	"default":           approvalDefault,
-	"manual":            approvalDefault, // Claude Code's alias of default (v2.1.200)
-	"acceptEdits":       approvalAutoEdit,
-	"bypassPermissions": approvalYolo,
-	"plan":              approvalPlan,
-	"dontAsk":           approvalDefault,
+// approvalOf maps a Claude Code permission mode to stoke's approval mode.
+func approvalOf(permissionMode string) (string, bool) {
+	switch permissionMode {
+	case "default", "dontAsk", "manual": // manual: Claude Code's alias of default (v2.1.200)
+		return approvalDefault, true
+	case "acceptEdits":
+		return approvalAutoEdit, true
+	case "bypassPermissions":
+		return approvalYolo, true
+	case "plan":
+		return approvalPlan, true
+	}
+	return "", false
 }
 
 // claudeInput is what applyClaudeFlags reads besides the flags.
@@ -292,7 +298,7 @@ func applyClaudeFlags(f *pflag.FlagSet, in claudeInput) (*claudeOptions, error) 
 	}
 	if changed("agents") {
 		v, _ := f.GetString("agents")
-		defs, err := headless.ParseAgentsJSON(v)
+		defs, err := sdkhost.ParseAgentsJSON(v)
 		if err != nil {
 			return nil, usageErrorf("invalid --agents: %v", err)
 		}
@@ -366,7 +372,7 @@ func (o *claudeOptions) permissionMode(f *pflag.FlagSet, changed func(string) bo
 	}
 	if changed("permission-mode") {
 		pm, _ := f.GetString("permission-mode")
-		m, ok := permissionModes[pm]
+		m, ok := approvalOf(pm)
 		switch {
 		case !ok && !sdk:
 			return usageErrorf("invalid --permission-mode %q: want one of default, acceptEdits, plan, bypassPermissions, dontAsk (stoke has no auto mode: use acceptEdits, or --allowedTools for what may run)", pm)

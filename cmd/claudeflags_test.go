@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/stoke-cli/stoke/agents"
-	"github.com/stoke-cli/stoke/headless"
+	"github.com/stoke-cli/stoke/headless/sdkhost"
 )
 
 // sdkProcess is a fake process with a scenario, as an SDK app configures stoke through
@@ -34,7 +34,7 @@ func TestClaudeFlagsHonoured(t *testing.T) {
 		args     []string
 		env      map[string]string
 		approval string
-		want     headless.SDKOptions
+		want     sdkhost.Options
 		noHome   bool
 	}{
 		{name: "the SDK's bare invocation", approval: "default"},
@@ -42,27 +42,27 @@ func TestClaudeFlagsHonoured(t *testing.T) {
 		{name: "bypassPermissions, two tokens", args: []string{"--permission-mode", "bypassPermissions"}, approval: "yolo"},
 		{name: "plan", args: []string{"--permission-mode=plan"}, approval: "plan"},
 		{name: "dontAsk never asks", args: []string{"--permission-mode=dontAsk", "--permission-prompt-tool=stdio"}, approval: "default",
-			want: headless.SDKOptions{PermissionPromptStdio: true, NoPrompt: true}},
+			want: sdkhost.Options{PermissionPromptStdio: true, NoPrompt: true}},
 		{name: "an unknown mode is default", args: []string{"--permission-mode=auto"}, approval: "default"},
 		{name: "--approval-mode wins", args: []string{"--permission-mode=plan", "--approval-mode", "yolo"}, approval: "yolo"},
 		{name: "--dangerously-skip-permissions", args: []string{"--dangerously-skip-permissions"}, approval: "yolo"},
 		{name: "tool rules in both spellings, commas inside parentheses kept",
 			args:     []string{"--allowedTools=Read,Bash(git log:*)", "--allowed-tools", "Edit Bash(echo a,b)", "--disallowedTools=WebFetch", "--disallowed-tools", "Bash(rm:*)"},
 			approval: "default",
-			want:     headless.SDKOptions{AllowedTools: []string{"Read", "Bash(git log:*)", "Edit", "Bash(echo a,b)"}, DisallowedTools: []string{"WebFetch", "Bash(rm:*)"}}},
-		{name: "--tools list", args: []string{"--tools=Read,Bash"}, approval: "default", want: headless.SDKOptions{Tools: []string{"Read", "Bash"}}},
+			want:     sdkhost.Options{AllowedTools: []string{"Read", "Bash(git log:*)", "Edit", "Bash(echo a,b)"}, DisallowedTools: []string{"WebFetch", "Bash(rm:*)"}}},
+		{name: "--tools list", args: []string{"--tools=Read,Bash"}, approval: "default", want: sdkhost.Options{Tools: []string{"Read", "Bash"}}},
 		{name: "--tools default is all", args: []string{"--tools=default"}, approval: "default"},
-		{name: "--tools empty is none", args: []string{"--tools="}, approval: "default", want: headless.SDKOptions{Tools: []string{}}},
-		{name: "--permission-prompt-tool=stdio", args: []string{"--permission-prompt-tool=stdio"}, approval: "default", want: headless.SDKOptions{PermissionPromptStdio: true}},
+		{name: "--tools empty is none", args: []string{"--tools="}, approval: "default", want: sdkhost.Options{Tools: []string{}}},
+		{name: "--permission-prompt-tool=stdio", args: []string{"--permission-prompt-tool=stdio"}, approval: "default", want: sdkhost.Options{PermissionPromptStdio: true}},
 		{name: "an MCP permission tool is not supported", args: []string{"--permission-prompt-tool", "mcp__x__approve"}, approval: "default"},
 		{name: "partial messages and budget", args: []string{"--include-partial-messages", "--max-budget-usd=1.5"}, approval: "default",
-			want: headless.SDKOptions{IncludePartialMessages: true, MaxBudgetUSD: 1.5}},
+			want: sdkhost.Options{IncludePartialMessages: true, MaxBudgetUSD: 1.5}},
 		{name: "system prompts", args: []string{"--system-prompt", "Be a pirate.", "--append-system-prompt=Say arr."}, approval: "default",
-			want: headless.SDKOptions{SystemPrompt: "Be a pirate.", AppendSystemPrompt: "Say arr."}},
+			want: sdkhost.Options{SystemPrompt: "Be a pirate.", AppendSystemPrompt: "Say arr."}},
 		{name: "--agents JSON", args: []string{"--agents", `{"reviewer":{"description":"Reviews","prompt":"You review.","tools":["Read","Grep"],"model":"sonnet"}}`}, approval: "default",
-			want: headless.SDKOptions{Agents: []agents.Definition{{Name: "reviewer", Description: "Reviews", Prompt: "You review.", Tools: []string{"read_file", "grep"}, Source: "sdk"}}}},
+			want: sdkhost.Options{Agents: []agents.Definition{{Name: "reviewer", Description: "Reviews", Prompt: "You review.", Tools: []string{"read_file", "grep"}, Source: "sdk"}}}},
 		{name: "session states from the SDK's environment", env: map[string]string{"CLAUDE_CODE_SDK_READS_SESSION_STATE": "1"}, approval: "default",
-			want: headless.SDKOptions{SessionStates: true}},
+			want: sdkhost.Options{SessionStates: true}},
 		{name: "--no-session-persistence", args: []string{"--no-session-persistence"}, approval: "default", noHome: true},
 	}
 	for _, tt := range tests {

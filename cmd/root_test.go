@@ -13,6 +13,7 @@ import (
 
 	"github.com/stoke-cli/stoke/agents"
 	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/store"
 	"github.com/stoke-cli/stoke/headless"
 )
 
@@ -194,14 +195,14 @@ func TestListCommandsReadDisk(t *testing.T) {
 	t.Parallel()
 	p := newTestProcess(t)
 	home := filepath.Join(p.userHome, ".stoke")
-	dir := agents.SessionDir(home, p.cwd, fixedSessionID)
+	sess := store.New(home, p.cwd, fixedSessionID)
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	if err := agents.WriteSessionInfo(dir, agents.SessionInfo{SessionID: fixedSessionID, CWD: p.cwd, Model: "m1", CreatedAt: now, UpdatedAt: now}); err != nil {
+	if err := sess.WriteInfo(store.Info{SessionID: fixedSessionID, CWD: p.cwd, Model: "m1", CreatedAt: now, UpdatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
 	row := agents.Row{TaskID: "a0123456789abcdef", Description: "keep nonce", SubagentType: "general-purpose",
 		Status: agents.StatusCompleted, Turn: 2, Backgrounded: true, ParentSessionID: fixedSessionID, CreatedAt: now}
-	if err := agents.WriteSidecar(dir, agents.Sidecar{Row: row, CWD: p.cwd}); err != nil {
+	if err := agents.WriteSidecar(sess, agents.Sidecar{Row: row, CWD: p.cwd}); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/stoke-cli/stoke/agents"
+	"github.com/stoke-cli/stoke/agents/store"
 )
 
 // SessionsListOptions are the inputs of `stoke sessions list`.
@@ -56,14 +56,14 @@ func NewCmdSessions(deps *Deps, listF func(context.Context, SessionsListOptions)
 
 // listSessions prints the stored sessions of the working directory, newest first.
 func listSessions(_ context.Context, opts SessionsListOptions) error {
-	all, err := agents.ListSessions(opts.Home)
+	all, err := store.List(opts.Home)
 	if err != nil {
 		return err
 	}
-	mine := make([]agents.SessionInfo, 0, len(all))
+	mine := make([]store.Info, 0, len(all))
 	for _, s := range all {
-		if filepath.Clean(s.CWD) == filepath.Clean(opts.CWD) {
-			mine = append(mine, s)
+		if filepath.Clean(s.Info.CWD) == filepath.Clean(opts.CWD) {
+			mine = append(mine, s.Info)
 		}
 	}
 	if opts.JSON {

@@ -63,7 +63,7 @@ package e2e
 //
 // [!] validstream [-multi] FILE
 //
-//	Runs streamjson.Validate (the stoke stream-JSON compatibility checker) over FILE or
+//	Runs streamjsontest.Validate (the stoke stream-JSON compatibility checker) over FILE or
 //	stdout; -multi allows one result per turn (output of --input-format stream-json).
 //	"!" asserts that the stream is invalid.
 //
@@ -103,7 +103,7 @@ import (
 	"github.com/stoke-cli/stoke/agents/llm/llmtest"
 	"github.com/stoke-cli/stoke/agents/llm/openai/openaitest"
 	"github.com/stoke-cli/stoke/agents/llm/scripted"
-	"github.com/stoke-cli/stoke/streamjson"
+	"github.com/stoke-cli/stoke/streamjson/streamjsontest"
 )
 
 type scriptCmd = func(ts *testscript.TestScript, neg bool, args []string)
@@ -377,7 +377,7 @@ func cmdValidStream(ts *testscript.TestScript, neg bool, args []string) {
 	if len(rest) != 1 {
 		ts.Fatalf("usage: %s", usage)
 	}
-	err := streamjson.ValidateLines(strings.NewReader(ts.ReadFile(rest[0])), multi)
+	err := streamjsontest.ValidateLines(strings.NewReader(ts.ReadFile(rest[0])), multi)
 	switch {
 	case err != nil && !neg:
 		ts.Fatalf("%s is not a valid stream: %v", rest[0], err)

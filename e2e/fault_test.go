@@ -19,6 +19,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/stoke-cli/stoke/agents"
+	"github.com/stoke-cli/stoke/agents/store"
 )
 
 // A run with enough steps (and small model delays) that a kill can land anywhere: in a
@@ -176,7 +177,7 @@ func runStoke(bin string, env []string, cwd, home string, args ...string) ([]byt
 // sidecar has reached that turn and its transcript holds that turn's end and summary.
 func checkNotifiedTurnsKept(t *testing.T, run int, home, cwd, sid string, events []string) (checked int) {
 	t.Helper()
-	dir := agents.SessionDir(home, cwd, sid)
+	sess := store.New(home, cwd, sid)
 	for _, line := range events {
 		ev := gjson.Parse(line)
 		if ev.Get("subtype").String() != "task_notification" {
@@ -184,7 +185,7 @@ func checkNotifiedTurnsKept(t *testing.T, run int, home, cwd, sid string, events
 		}
 		checked++
 		id, turn, summary := ev.Get("task_id").String(), int(ev.Get("turn").Int()), ev.Get("summary").String()
-		sc, err := agents.ReadSidecar(agents.SidecarPath(dir, agents.TaskID(id)))
+		sc, err := agents.ReadSidecar(sess, id)
 		if err != nil {
 			t.Errorf("run %d: task %s turn %d was notified, but its sidecar: %v", run, id, turn, err)
 			continue

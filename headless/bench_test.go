@@ -3,26 +3,26 @@ package headless
 import (
 	"fmt"
 	"io"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stoke-cli/stoke/agents"
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/llm/scripted"
+	"github.com/stoke-cli/stoke/agents/store"
 )
 
 // storedSession writes a session whose parent transcript and one completed background
 // agent's transcript each hold n messages.
 func storedSession(b *testing.B, home, cwd, id string, n int) {
 	b.Helper()
-	dir := agents.SessionDir(home, cwd, id)
+	sess := store.New(home, cwd, id)
 	now := time.Now().UTC()
-	if err := agents.WriteSessionInfo(dir, agents.SessionInfo{SessionID: id, CWD: cwd, CreatedAt: now, UpdatedAt: now}); err != nil {
+	if err := sess.WriteInfo(store.Info{SessionID: id, CWD: cwd, CreatedAt: now, UpdatedAt: now}); err != nil {
 		b.Fatal(err)
 	}
-	write := func(path string, meta agents.Record) {
-		tr, err := agents.OpenTranscript(path, nil)
+	write := func(path string, meta store.Record) {
+		tr, err := store.OpenTranscript(path, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -38,13 +38,13 @@ func storedSession(b *testing.B, home, cwd, id string, n int) {
 			b.Fatal(err)
 		}
 	}
-	write(filepath.Join(dir, "session.jsonl"), agents.Record{Type: agents.RecordMeta})
+	write(sess.ParentTranscript(), store.Record{Type: store.RecordMeta})
 	id0 := agents.NewTaskID()
-	tpath := filepath.Join(dir, "agents", string(id0)+".jsonl")
-	write(tpath, agents.Record{Type: agents.RecordMeta, TaskID: string(id0), SubagentType: agents.GeneralPurpose})
+	tpath := sess.TaskTranscript(string(id0))
+	write(tpath, store.Record{Type: store.RecordMeta, TaskID: string(id0), SubagentType: agents.GeneralPurpose})
 	row := agents.Row{TaskID: id0, SubagentType: agents.GeneralPurpose, Status: agents.StatusCompleted, Turn: 1,
 		Backgrounded: true, ParentSessionID: id, Transcript: tpath, CreatedAt: now, EndedAt: now}
-	if err := agents.WriteSidecar(dir, agents.Sidecar{Row: row, CWD: cwd}); err != nil {
+	if err := agents.WriteSidecar(sess, agents.Sidecar{Row: row, CWD: cwd}); err != nil {
 		b.Fatal(err)
 	}
 }

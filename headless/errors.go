@@ -15,6 +15,12 @@ var ErrRunFailed = errors.New("run failed")
 // ErrUsage: bad input discovered while running, e.g. a malformed stream-json line (exit 2).
 var ErrUsage = errors.New("bad usage")
 
+// ErrMaxBudget: the run's cost went over --max-budget-usd (exit 1).
+var ErrMaxBudget = errors.New("maximum budget reached")
+
+// resultErrorMaxBudget is the result subtype of a run that went over --max-budget-usd.
+const resultErrorMaxBudget = "error_max_budget_usd"
+
 // InterruptedError: the run was stopped by a signal (exit 130 for SIGINT, 143 for SIGTERM).
 type InterruptedError struct {
 	Signal syscall.Signal

@@ -3,6 +3,7 @@ package headless
 import (
 	"sync"
 
+	"github.com/stoke-cli/stoke/agents"
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/streamjson"
 )
@@ -11,9 +12,12 @@ import (
 // the registry's turn goroutines; the parent drains it between steps (mid-turn) or takes
 // it as a new turn when idle.
 type mailbox struct {
+	agents.NopLifecycle
+
 	mu      sync.Mutex
 	pending []llm.Message
-	// ready has one token while pending is not empty.
+	// ready has a token while pending is not empty, or once a turn settled since the loop
+	// last looked.
 	ready chan struct{}
 	emit  func(streamjson.Event)
 }
@@ -27,11 +31,22 @@ func (mb *mailbox) Push(m llm.Message) {
 	mb.mu.Lock()
 	mb.pending = append(mb.pending, m)
 	mb.mu.Unlock()
+	mb.wake()
+}
+
+// wake makes the run loop look again (ready) even with nothing pending: a background turn
+// has settled, so the run may be over or idle.
+func (mb *mailbox) wake() {
 	select {
 	case mb.ready <- struct{}{}:
 	default:
 	}
 }
+
+// TurnSettled implements agents.Lifecycle: the registry has recorded a background turn as
+// settled (after its notification was pushed), which the run loop must see even when the
+// parent has already read the notification mid-turn.
+func (mb *mailbox) TurnSettled(agents.TurnInfo, agents.Row) { mb.wake() }
 
 // take returns every pending message (nil when none) and emits each as a user line.
 func (mb *mailbox) take() []llm.Message {

@@ -170,7 +170,7 @@ func (s *session) mcpTools(def agents.Definition, w *tools.Workspace) []tools.To
 // parentMCPTools are the parent's MCP tools, less those --disallowedTools names bare.
 func (s *session) parentMCPTools(ws *tools.Workspace) []tools.Tool {
 	var denied []string
-	for _, r := range s.sdk.opts.DisallowedTools {
+	for _, r := range s.opts.SDK.DisallowedTools {
 		if rule := permission.ParseRule(r); rule.Whole() {
 			denied = append(denied, rule.Tool)
 		}

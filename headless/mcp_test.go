@@ -16,7 +16,7 @@ import (
 
 	"github.com/stoke-cli/stoke/agents/mcp"
 	"github.com/stoke-cli/stoke/agents/secrets"
-	"github.com/stoke-cli/stoke/streamjson"
+	"github.com/stoke-cli/stoke/streamjson/streamjsontest"
 )
 
 // mcpTestKey is the header value the test server requires: configured headers reach it.
@@ -87,7 +87,7 @@ func TestRunMCPToolResultReachesTheModel(t *testing.T) {
 	if err := Run(t.Context(), o); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	if err := streamjson.Validate(strings.NewReader(out.String())); err != nil {
+	if err := streamjsontest.Validate(strings.NewReader(out.String())); err != nil {
 		t.Errorf("invalid stream: %v", err)
 	}
 	ls := lines(t, out.String())

@@ -11,6 +11,7 @@ import (
 	"github.com/stoke-cli/stoke/agents/llm/price"
 	"github.com/stoke-cli/stoke/agents/secrets"
 	"github.com/stoke-cli/stoke/agents/trace"
+	"github.com/stoke-cli/stoke/headless/sdkhost"
 )
 
 // Output formats.
@@ -26,7 +27,9 @@ const (
 	InputStreamJSON = "stream-json"
 )
 
-// Options configure one headless run. cmd builds them from flags and configuration.
+// Options configure one headless run. cmd builds them from flags and configuration; Run
+// never changes them (what a resume or an SDK host's initialize request adds lives in
+// the run's own state).
 type Options struct {
 	// Prompt is the first user prompt (from -p or stdin text). Empty with stream-json input.
 	Prompt string
@@ -86,9 +89,14 @@ type Options struct {
 	// Secrets keeps credentials out of the shell tool's and the hooks' environment and
 	// redacts them from tool results; nil still keeps the provider keys out of both.
 	Secrets *secrets.Policy
-	// SDK holds the Claude Code options a Claude Agent SDK host passes (sdk.go).
-	SDK SDKOptions
+	// SDK holds the Claude Code options a Claude Agent SDK host passes.
+	SDK sdkhost.Options
 	// NewTaskID names each launched task; nil gives random ids. A replay (--replay) gives
 	// each launch the id it had in the recording.
 	NewTaskID func(agents.LaunchRequest) agents.TaskID
+}
+
+// sdkMode reports whether the session speaks the control protocol: stream-json both ways.
+func (o Options) sdkMode() bool {
+	return o.InputFormat == InputStreamJSON && o.OutputFormat == OutputStreamJSON
 }

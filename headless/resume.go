@@ -4,85 +4,85 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/stoke-cli/stoke/agents"
 	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/store"
 )
 
 // stored is what a resumed session brings back.
 type stored struct {
-	info    agents.SessionInfo
+	info    store.Info
 	history []llm.Message
 	roster  []agents.Row
 }
 
 // openSession resolves the session of this run: a new one (with --session-id or a generated
 // id), or a stored one with --resume/--continue, whose parent conversation and agent
-// roster are loaded. It returns the session directory ("" without a home).
-func openSession(opts *Options) (dir string, st *stored, err error) {
+// roster are loaded. It returns the session's id and directory (nil without a home).
+func openSession(opts Options) (id string, sess *store.Session, st *stored, err error) {
 	if opts.Home == "" {
-		return "", nil, nil
+		return opts.SessionID, nil, nil, nil
 	}
 	resuming := opts.Resume != "" || opts.Continue
 	if !resuming {
-		if _, err := agents.ParseSessionID(opts.SessionID); err != nil {
-			return "", nil, fmt.Errorf("%w: --session-id: %w", ErrUsage, err)
+		if _, err := store.ParseSessionID(opts.SessionID); err != nil {
+			return "", nil, nil, fmt.Errorf("%w: --session-id: %w", ErrUsage, err)
 		}
-		dir = agents.SessionDir(opts.Home, opts.CWD, opts.SessionID)
-		if _, err := os.Stat(filepath.Join(dir, "session.json")); err == nil {
-			return "", nil, fmt.Errorf("%w: session %s already exists; continue it with --resume %s", ErrUsage, opts.SessionID, opts.SessionID)
+		sess = store.New(opts.Home, opts.CWD, opts.SessionID)
+		if sess.Exists() {
+			return "", nil, nil, fmt.Errorf("%w: session %s already exists; continue it with --resume %s", ErrUsage, opts.SessionID, opts.SessionID)
 		}
-		return dir, nil, nil
+		return opts.SessionID, sess, nil, nil
 	}
-	var info agents.SessionInfo
+	var found store.Stored
 	if opts.Resume != "" {
-		info, err = agents.FindSession(opts.Home, opts.CWD, opts.Resume)
+		found, err = store.Find(opts.Home, opts.CWD, opts.Resume)
 	} else {
-		info, err = agents.LatestSession(opts.Home, opts.CWD)
+		found, err = store.Latest(opts.Home, opts.CWD)
 	}
 	if err != nil {
-		if errors.Is(err, agents.ErrUnknownSession) {
-			return "", nil, fmt.Errorf("%w: %w", ErrUsage, err)
+		if errors.Is(err, store.ErrUnknownSession) {
+			return "", nil, nil, fmt.Errorf("%w: %w", ErrUsage, err)
 		}
-		return "", nil, fmt.Errorf("%w: %w", ErrRunFailed, err)
+		return "", nil, nil, fmt.Errorf("%w: %w", ErrRunFailed, err)
 	}
-	opts.SessionID = info.SessionID
+	info := found.Info
 	st = &stored{info: info}
-	loaded, err := agents.ReadTranscript(filepath.Join(info.Dir, "session.jsonl"))
+	loaded, err := store.ReadTranscript(found.ParentTranscript())
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 	case err != nil:
-		return "", nil, fmt.Errorf("%w: resume %s: %w", ErrRunFailed, info.SessionID, err)
+		return "", nil, nil, fmt.Errorf("%w: resume %s: %w", ErrRunFailed, info.SessionID, err)
 	default:
 		for _, w := range loaded.Warnings {
 			opts.Logger.Warn("session transcript damaged", "session_id", info.SessionID, "warning", w)
 		}
-		st.history = agents.RepairDangling(loaded.Messages)
+		st.history = store.RepairDangling(loaded.Messages)
 	}
 	max := opts.MaxRetained
 	if max <= 0 {
-		max = 100
+		max = agents.DefaultMaxRetained
 	}
-	rows, warnings, err := agents.LoadRoster(info.Dir, agents.RosterOptions{SessionID: info.SessionID, CWD: opts.CWD, MaxCompleted: max})
+	rows, warnings, err := agents.LoadRoster(found.Session, agents.RosterOptions{SessionID: info.SessionID, CWD: opts.CWD, MaxCompleted: max})
 	if err != nil {
-		return "", nil, fmt.Errorf("%w: resume %s: %w", ErrRunFailed, info.SessionID, err)
+		return "", nil, nil, fmt.Errorf("%w: resume %s: %w", ErrRunFailed, info.SessionID, err)
 	}
 	for _, w := range warnings {
 		opts.Logger.Warn("agent roster", "session_id", info.SessionID, "warning", w)
 	}
 	st.roster = rows
-	return info.Dir, st, nil
+	return info.SessionID, found.Session, st, nil
 }
 
-// writeSessionInfo records the session in session.json.
-func writeSessionInfo(dir string, opts Options, created time.Time) error {
-	if dir == "" {
+// writeSessionInfo records session id in session.json.
+func writeSessionInfo(sess *store.Session, id string, opts Options, created time.Time) error {
+	if sess == nil {
 		return nil
 	}
-	return agents.WriteSessionInfo(dir, agents.SessionInfo{
-		SessionID: opts.SessionID, CWD: opts.CWD, Model: opts.ModelName,
+	return sess.WriteInfo(store.Info{
+		SessionID: id, CWD: opts.CWD, Model: opts.ModelName,
 		CreatedAt: created.UTC(), UpdatedAt: time.Now().UTC(),
 	})
 }

@@ -9,7 +9,8 @@ import (
 
 	"github.com/stoke-cli/stoke/agents"
 	"github.com/stoke-cli/stoke/agents/llm/scripted"
-	"github.com/stoke-cli/stoke/streamjson"
+	"github.com/stoke-cli/stoke/agents/store"
+	"github.com/stoke-cli/stoke/streamjson/streamjsontest"
 )
 
 // phase1 runs the resume scenario's first run and returns its options (same home and cwd).
@@ -47,7 +48,7 @@ func TestResumeRevivesWithOneReminder(t *testing.T) {
 	if err := Run(t.Context(), o2); err != nil {
 		t.Fatalf("run 2: %v\n%s", err, out.String())
 	}
-	if err := streamjson.ValidateLines(strings.NewReader(out.String()), true); err != nil {
+	if err := streamjsontest.ValidateLines(strings.NewReader(out.String()), true); err != nil {
 		t.Errorf("invalid stream: %v", err)
 	}
 	s := out.String()
@@ -127,7 +128,7 @@ func TestNewSessionNeverShowsPreviousRoster(t *testing.T) {
 	if err := Run(t.Context(), o2); err != nil {
 		t.Fatal(err)
 	}
-	rows, _, err := agents.LoadRoster(agents.SessionDir(o.Home, o.CWD, o2.SessionID), agents.RosterOptions{SessionID: o2.SessionID})
+	rows, _, err := agents.LoadRoster(store.New(o.Home, o.CWD, o2.SessionID), agents.RosterOptions{SessionID: o2.SessionID})
 	if err != nil || len(rows) != 0 {
 		t.Errorf("new session has rows %v (%v)", rows, err)
 	}

@@ -6,15 +6,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/stoke-cli/stoke/agents"
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/permission"
+	"github.com/stoke-cli/stoke/agents/store"
 	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/agents/trace"
+	"github.com/stoke-cli/stoke/headless/sdkhost"
 	"github.com/stoke-cli/stoke/streamjson"
 )
 
@@ -42,12 +43,13 @@ func Run(ctx context.Context, opts Options) error {
 		ctx, cancel = context.WithTimeoutCause(ctx, opts.Timeout, errTimeout)
 		defer cancel()
 	}
-	cp, err := startControl(ctx, &opts) // stream-json stdin; an initialize request is applied to opts
-	if err != nil {
-		return endedBeforeStart(err)
-	}
-	if cp != nil {
-		defer cp.close()
+	var cp *sdkhost.ControlPlane // stream-json stdin, with an SDK host's initialize request
+	if opts.InputFormat == InputStreamJSON {
+		var err error
+		if cp, err = sdkhost.Start(ctx, opts.Stdin, opts.sdkMode(), opts.Logger); err != nil {
+			return endedBeforeStart(err)
+		}
+		defer cp.Close()
 	}
 	s, err := newSession(ctx, opts, cp)
 	if err != nil {
@@ -55,7 +57,9 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	defer s.close()
 	err = s.run(ctx)
-	s.endSDK()
+	if s.host != nil {
+		s.host.Close()
+	}
 	return err
 }
 
@@ -84,25 +88,30 @@ func withDefaults(o Options) Options {
 	return o
 }
 
-// session is one run's state.
+// session is one run's state. opts is never changed once the session is built.
 type session struct {
-	opts   Options
+	opts Options
+	// id is the session's id: Options.SessionID, or the resumed session's.
+	id     string
 	enc    *streamjson.Encoder // events (stdout with stream-json, else discarded)
 	out    *streamjson.Encoder // the final result object with --output-format json
 	reg    *agents.Registry
 	parent *agents.Runtime
 	mb     *mailbox
-	store  *agents.Transcript
+	meter  *meter                // the model of every agent, with the run's usage and cost
+	cp     *sdkhost.ControlPlane // stream-json stdin (nil with a text prompt)
+	host   host                  // the SDK host's side (nil for a plain run)
+	chat   *store.Transcript     // the parent's transcript (nil without a home)
 	start  time.Time
-	// dir is the session directory ("" without a home); created its creation time.
-	dir     string
+	// sess is the session directory (nil without a home); created its creation time.
+	sess    *store.Session
 	created time.Time
 	// reminder is added once to the next ordinary user prompt after a restore.
 	reminder *llm.Block
 
-	mu    sync.Mutex
-	usage llm.Usage // every assistant line's usage, subagents included
-	cost  float64   // their cost, priced per line's model
+	mu sync.Mutex
+	// turnHandle cancels the running parent turn (the budget); nil between turns.
+	turnHandle *turnHandle
 	// denials are the refused tool calls, for the result's permission_denials.
 	denials []any
 	// lastWorkspace is the workspace as the previous parent turn left it.
@@ -118,52 +127,64 @@ type session struct {
 	lastStop    string
 	wroteFinal  bool
 
-	sdk *sdkState // the SDK host's side: control requests, hooks, states (sdk.go)
 	mcp *mcpState // the MCP servers (mcp.go)
 }
 
-func newSession(ctx context.Context, opts Options, cp *controlPlane) (*session, error) {
-	dir, st, err := openSession(&opts)
+func newSession(ctx context.Context, opts Options, cp *sdkhost.ControlPlane) (*session, error) {
+	id, sess, st, err := openSession(opts)
 	if err != nil {
 		return nil, err
 	}
-	s := &session{opts: opts, start: time.Now(), dir: dir, created: time.Now()}
-	s.sdk = newSDKState(ctx, cp, opts)
+	s := &session{opts: opts, id: id, start: time.Now(), sess: sess, created: time.Now(), cp: cp}
 	evOut := io.Discard
 	if opts.OutputFormat == OutputStreamJSON {
 		evOut = opts.Stdout
 	}
-	s.enc = streamjson.NewEncoder(evOut, opts.SessionID, nil)
-	s.out = streamjson.NewEncoder(opts.Stdout, opts.SessionID, nil)
+	s.enc = streamjson.NewEncoder(evOut, id, nil)
+	s.out = streamjson.NewEncoder(opts.Stdout, id, nil)
 	s.mb = newMailbox(s.emit)
+	var model llm.Model
+	if opts.Model != nil {
+		s.meter = &meter{Model: opts.Model, prices: opts.Prices, charged: s.charged}
+		model = s.meter
+	} else {
+		s.meter = &meter{}
+	}
+	sdk := s.newHost(ctx, cp, model)
+	var lifecycle agents.Lifecycle = s.mb
+	if sdk != nil {
+		s.host = sdk
+		lifecycle = agents.Lifecycles(s.mb, sdk)
+	}
 
 	var history []llm.Message
 	if st != nil {
 		history = st.history
 		s.created = st.info.CreatedAt
 	}
-	if dir != "" {
-		if err := writeSessionInfo(dir, opts, s.created); err != nil {
+	var taskStore agents.TaskStore
+	if sess != nil {
+		if err := writeSessionInfo(sess, id, opts, s.created); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrRunFailed, err)
 		}
-		tr, err := agents.OpenTranscript(filepath.Join(dir, "session.jsonl"), nil)
+		tr, err := store.OpenTranscript(sess.ParentTranscript(), nil)
 		if err != nil {
 			return nil, fmt.Errorf("%w: open session: %w", ErrRunFailed, err)
 		}
-		s.store = tr
+		s.chat, taskStore = tr, sess
 	}
 	ws, wsOpts, err := s.newWorkspace()
 	if err != nil {
-		if s.store != nil {
-			_ = s.store.Close()
+		if s.chat != nil {
+			_ = s.chat.Close()
 		}
 		return nil, fmt.Errorf("%w: workspace: %w", ErrUsage, err)
 	}
 	s.reg = agents.NewRegistry(ctx, agents.RegistryConfig{
-		SessionID:        opts.SessionID,
-		Dir:              dir,
+		SessionID:        id,
+		Store:            taskStore,
 		CWD:              opts.CWD,
-		Model:            opts.Model,
+		Model:            model,
 		ModelName:        opts.ModelName,
 		MaxBackground:    opts.MaxBackground,
 		MaxRetained:      opts.MaxRetained,
@@ -176,13 +197,16 @@ func newSession(ctx context.Context, opts Options, cp *controlPlane) (*session, 
 		Catalog:          s.definitions(),
 		Emit:             s.emit,
 		Notify:           s.mb.Push,
+		Lifecycle:        lifecycle,
 		Logger:           opts.Logger,
 		NewID:            opts.NewTaskID,
 	})
 	if st != nil && len(st.roster) > 0 {
 		if err := s.reg.Restore(st.roster); err != nil {
 			s.reg.Shutdown()
-			s.store.Close()
+			if s.chat != nil {
+				_ = s.chat.Close()
+			}
 			return nil, fmt.Errorf("%w: restore agents: %w", ErrRunFailed, err)
 		}
 		if !opts.Bare {
@@ -191,26 +215,29 @@ func newSession(ctx context.Context, opts Options, cp *controlPlane) (*session, 
 		}
 	}
 	s.mcp = s.startMCP(ctx, s.reg.Catalog())
-	wsTools := append(s.parentWorkspaceTools(ws), s.parentMCPTools(ws)...) // --tools, --disallowedTools (sdk_approve.go)
-	parentTools := s.hookedTools(tools.NewSet(append(agents.TaskTools(s.reg), wsTools...)...))
-	var store agents.ChatStore
-	if s.store != nil {
-		store = s.store
+	parentTools := s.parentTools(ws)
+	var chat agents.ChatStore
+	if s.chat != nil {
+		chat = s.chat
 	}
-	s.parent = agents.NewRuntime(s.sdkParent(agents.RuntimeConfig{
+	parentCfg := agents.RuntimeConfig{
 		Agent:     "parent",
-		System:    s.sdk.systemPrompt(parentSystemPrompt),
-		Model:     opts.Model,
+		System:    parentSystemPrompt,
+		Model:     model,
 		ModelName: opts.ModelName,
 		Tools:     func() *tools.Set { return parentTools },
 		MaxSteps:  opts.MaxTurns,
 		Inbox:     s.mb,
-		Store:     store,
+		Store:     chat,
 		Emit:      s.emit,
 		History:   history,
 		StopHook:  s.parentStopHook(),
 		Tracer:    opts.Tracer,
-	}))
+	}
+	if s.host != nil {
+		parentCfg = s.host.Parent(parentCfg)
+	}
+	s.parent = agents.NewRuntime(parentCfg)
 
 	init := streamjson.NewInit()
 	init.CWD, init.Model, init.Tools = opts.CWD, opts.ModelName, parentTools.Names()
@@ -220,7 +247,11 @@ func newSession(ctx context.Context, opts Options, cp *controlPlane) (*session, 
 	init.StokeVersion = opts.Version
 	s.emit(init)
 	if cp != nil {
-		cp.attach(s, s.enc)
+		var h sdkhost.ControlHandler
+		if sdk != nil {
+			h = sdk
+		}
+		cp.Attach(h, s.enc)
 	}
 	return s, nil
 }
@@ -239,56 +270,40 @@ func permissionMode(mode string) string {
 	}
 }
 
-// emit writes one event; assistant usage adds up into the result.
+// emit writes one event on the stream.
 func (s *session) emit(ev streamjson.Event) {
-	if a, ok := ev.(*streamjson.Assistant); ok {
-		s.mu.Lock()
-		s.usage = s.usage.Add(a.Message.Usage)
-		s.cost += s.opts.Prices.Cost(a.Message.Model, a.Message.Usage)
-		s.mu.Unlock()
-	}
 	if err := s.enc.Encode(ev); err != nil {
 		s.opts.Logger.Debug("write event", "err", err)
 	}
-	s.observe(ev)
 }
 
 func (s *session) close() {
 	s.reg.Shutdown()
 	s.mcp.close()
-	if s.store != nil {
-		_ = s.store.Close()
+	if s.chat != nil {
+		_ = s.chat.Close()
 	}
-	if err := writeSessionInfo(s.dir, s.opts, s.created); err != nil {
+	if err := writeSessionInfo(s.sess, s.id, s.opts, s.created); err != nil {
 		s.opts.Logger.Warn("write session info", "err", err)
 	}
 }
 
 // prompts yields the user turns: the text prompt, or stream-json lines from stdin.
-type prompt struct {
-	msg llm.Message
-	err error
-}
-
-func (s *session) prompts(ctx context.Context) <-chan prompt {
-	ch := make(chan prompt)
-	if s.opts.InputFormat != InputStreamJSON {
-		go func() {
-			defer close(ch)
-			select {
-			case ch <- prompt{msg: llm.UserText(s.opts.Prompt)}:
-			case <-ctx.Done():
-			}
-		}()
-		return ch
+func (s *session) prompts(ctx context.Context) <-chan sdkhost.Prompt {
+	if s.cp != nil {
+		// The control plane's reader routes stdin by type: user lines come here.
+		return s.cp.Prompts(ctx)
 	}
-	// The control plane's reader routes stdin by type (control.go): user lines come here.
-	return s.sdk.cp.prompts(ctx)
+	ch := make(chan sdkhost.Prompt)
+	go func() {
+		defer close(ch)
+		select {
+		case ch <- sdkhost.Prompt{Msg: llm.UserText(s.opts.Prompt)}:
+		case <-ctx.Done():
+		}
+	}()
+	return ch
 }
-
-type eofReader struct{}
-
-func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
 
 // run is the parent loop: user turns as they come, notification turns when idle, the
 // end-of-run policy, and the final result.
@@ -297,7 +312,7 @@ func (s *session) run(ctx context.Context) error {
 	prompts := s.prompts(ctx)
 	var usageErr error
 	for prompts != nil || s.pendingBackground() {
-		var p prompt
+		var p sdkhost.Prompt
 		var ok bool
 		select {
 		case p, ok = <-prompts:
@@ -311,27 +326,29 @@ func (s *session) run(ctx context.Context) error {
 			}
 		case <-s.mb.ready:
 			if s.mb.empty() {
+				// A turn settled whose notification the parent already read: the run
+				// may be over (the loop condition) or idle.
+				s.idle()
 				continue
 			}
 			notes := s.mb.take()
-			p = prompt{msg: mergeUser(notes)}
-			if err := s.turn(ctx, p.msg, streamIn); err != nil {
+			if err := s.turn(ctx, mergeUser(notes), streamIn); err != nil {
 				return s.fail(ctx, err)
 			}
 			continue
 		case <-ctx.Done():
 			return s.fail(ctx, context.Cause(ctx))
 		}
-		if p.err != nil {
-			usageErr = p.err
+		if p.Err != nil {
+			usageErr = p.Err
 			prompts = nil
 			break
 		}
 		if s.reminder != nil {
-			p.msg.Content = append(p.msg.Content, *s.reminder)
+			p.Msg.Content = append(p.Msg.Content, *s.reminder)
 			s.reminder = nil
 		}
-		if err := s.userTurn(ctx, p.msg, streamIn); err != nil {
+		if err := s.userTurn(ctx, p.Msg, streamIn); err != nil {
 			return s.fail(ctx, err)
 		}
 		if !streamIn {
@@ -376,16 +393,16 @@ func (s *session) endBackground(ctx context.Context) {
 // turn runs one parent turn; with perTurnResult it writes that turn's result.
 func (s *session) turn(ctx context.Context, msg llm.Message, perTurnResult bool) error {
 	s.checkWorkspace()
-	tctx, endTurn := s.beginTurn(ctx) // interrupt and budget cancel tctx (sdk.go)
+	tctx, endTurn := s.beginTurn(ctx) // the budget and the host's interrupt cancel tctx
 	defer endTurn()
 	s.parentTurns++
-	tctx, span := trace.StartTurn(tctx, s.opts.Tracer, trace.TurnInfo{SessionID: s.opts.SessionID, Agent: "parent", Turn: s.parentTurns})
+	tctx, span := trace.StartTurn(tctx, s.opts.Tracer, trace.TurnInfo{SessionID: s.id, Agent: "parent", Turn: s.parentTurns})
 	res, err := s.parent.Execute(tctx, msg)
 	trace.EndTurn(span, res.Reason, err)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrRunFailed, err)
 	}
-	if handled, err := s.hostTurnEnd(ctx, tctx, res.Reason); handled {
+	if handled, err := s.endedEarly(ctx, tctx, res.Reason); handled {
 		return err
 	}
 	s.numTurns += res.Stats.ModelCalls
@@ -396,7 +413,7 @@ func (s *session) turn(ctx context.Context, msg llm.Message, perTurnResult bool)
 		s.lastStop = llm.StopEndTurn
 		if perTurnResult {
 			s.writeResult(streamjson.ResultSuccess, "")
-			s.maybeIdle()
+			s.idle()
 		}
 		return nil
 	case agents.ReasonMaxTurns:
@@ -447,9 +464,7 @@ func (s *session) interrupted(cause error) error {
 // writeResult writes a result line: on the event stream with stream-json, as the single
 // object with json, as plain text with text.
 func (s *session) writeResult(subtype, errText string) {
-	s.mu.Lock()
-	usage, cost := s.usage, s.cost
-	s.mu.Unlock()
+	usage, cost := s.meter.total()
 	r := streamjson.NewResult(subtype)
 	s.mu.Lock()
 	if len(s.denials) > 0 {

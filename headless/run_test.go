@@ -14,6 +14,7 @@ import (
 	"github.com/stoke-cli/stoke/agents/llm/price"
 	"github.com/stoke-cli/stoke/agents/llm/scripted"
 	"github.com/stoke-cli/stoke/streamjson"
+	"github.com/stoke-cli/stoke/streamjson/streamjsontest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -72,7 +73,7 @@ func TestRunOutputFormats(t *testing.T) {
 			}
 		}},
 		{OutputStreamJSON, func(t *testing.T, out string) {
-			if err := streamjson.Validate(strings.NewReader(out)); err != nil {
+			if err := streamjsontest.Validate(strings.NewReader(out)); err != nil {
 				t.Errorf("invalid stream: %v\n%s", err, out)
 			}
 			ls := lines(t, out)

@@ -10,6 +10,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/stoke-cli/stoke/agents/tools"
+	"github.com/stoke-cli/stoke/headless/sdkhost"
 )
 
 // approverSession is a session with its control plane attached and no run loop: the test
@@ -34,7 +35,7 @@ func newApproverSession(t *testing.T, o Options) *approverSession {
 	go func() {
 		_, _ = io.WriteString(inW, `{"type":"control_request","request_id":"i","request":{"subtype":"initialize"}}`+"\n")
 	}()
-	cp, err := startControl(t.Context(), &o)
+	cp, err := sdkhost.Start(t.Context(), o.Stdin, o.sdkMode(), o.Logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +47,8 @@ func newApproverSession(t *testing.T, o Options) *approverSession {
 	t.Cleanup(func() {
 		inW.Close()
 		s.close()
-		cp.close()
+		s.host.Close()
+		cp.Close()
 		outW.Close()
 		for range h.lines {
 		}
@@ -63,7 +65,7 @@ type verdict struct {
 
 // approve runs Approve in the background; the verdict arrives on the channel.
 func (a *approverSession) approve(ctx context.Context, call tools.Call, kind tools.Kind) <-chan verdict {
-	_, approver := a.s.workspaceApproval()
+	approver := a.s.host.Approver(a.s.rules, "")
 	ch := make(chan verdict, 1)
 	go func() {
 		ok, upd, why := approver.Approve(ctx, call, kind)
@@ -87,7 +89,7 @@ func TestSDKApproverWithoutAsking(t *testing.T) {
 	tests := []struct {
 		name      string
 		mode      string
-		sdk       SDKOptions
+		sdk       sdkhost.Options
 		call      tools.Call
 		kind      tools.Kind
 		allow     bool
@@ -97,14 +99,14 @@ func TestSDKApproverWithoutAsking(t *testing.T) {
 		{name: "auto-edit allows an edit", mode: "auto-edit", call: writeCall("a.txt"), kind: tools.KindEdit, allow: true},
 		{name: "auto-edit refuses a command", mode: "auto-edit", call: shellCall("ls"), kind: tools.KindExec, reasonHas: "acceptEdits"},
 		{name: "yolo allows a command", mode: "yolo", call: shellCall("ls"), kind: tools.KindExec, allow: true},
-		{name: "plan refuses an edit even with a rule", mode: "plan", sdk: SDKOptions{AllowedTools: []string{"Write"}}, call: writeCall("a.txt"), kind: tools.KindEdit, reasonHas: "plan"},
-		{name: "an allow rule for the tool", mode: "default", sdk: SDKOptions{AllowedTools: []string{"Write"}}, call: writeCall("a.txt"), kind: tools.KindEdit, allow: true},
-		{name: "an allow rule for a command prefix", mode: "default", sdk: SDKOptions{AllowedTools: []string{"Bash(git status:*)"}}, call: shellCall("git status -s"), kind: tools.KindExec, allow: true},
-		{name: "a prefix rule does not cover another command", mode: "default", sdk: SDKOptions{AllowedTools: []string{"Bash(git status:*)"}}, call: shellCall("git push"), kind: tools.KindExec, reasonHas: "nobody"},
-		{name: "an exact command rule", mode: "default", sdk: SDKOptions{AllowedTools: []string{"Bash(make test)"}}, call: shellCall("make test"), kind: tools.KindExec, allow: true},
-		{name: "a path rule", mode: "default", sdk: SDKOptions{AllowedTools: []string{"Edit(docs/**)"}}, call: tools.Call{Name: tools.NameEdit, Input: json.RawMessage(`{"file_path":"docs/a.md"}`)}, kind: tools.KindEdit, allow: true},
-		{name: "a disallow rule wins over yolo", mode: "yolo", sdk: SDKOptions{DisallowedTools: []string{"Bash(rm:*)"}}, call: shellCall("rm -rf x"), kind: tools.KindExec, reasonHas: "disallowedTools"},
-		{name: "dontAsk does not ask the host", mode: "default", sdk: SDKOptions{PermissionPromptStdio: true, NoPrompt: true}, call: writeCall("a.txt"), kind: tools.KindEdit, reasonHas: "nobody"},
+		{name: "plan refuses an edit even with a rule", mode: "plan", sdk: sdkhost.Options{AllowedTools: []string{"Write"}}, call: writeCall("a.txt"), kind: tools.KindEdit, reasonHas: "plan"},
+		{name: "an allow rule for the tool", mode: "default", sdk: sdkhost.Options{AllowedTools: []string{"Write"}}, call: writeCall("a.txt"), kind: tools.KindEdit, allow: true},
+		{name: "an allow rule for a command prefix", mode: "default", sdk: sdkhost.Options{AllowedTools: []string{"Bash(git status:*)"}}, call: shellCall("git status -s"), kind: tools.KindExec, allow: true},
+		{name: "a prefix rule does not cover another command", mode: "default", sdk: sdkhost.Options{AllowedTools: []string{"Bash(git status:*)"}}, call: shellCall("git push"), kind: tools.KindExec, reasonHas: "nobody"},
+		{name: "an exact command rule", mode: "default", sdk: sdkhost.Options{AllowedTools: []string{"Bash(make test)"}}, call: shellCall("make test"), kind: tools.KindExec, allow: true},
+		{name: "a path rule", mode: "default", sdk: sdkhost.Options{AllowedTools: []string{"Edit(docs/**)"}}, call: tools.Call{Name: tools.NameEdit, Input: json.RawMessage(`{"file_path":"docs/a.md"}`)}, kind: tools.KindEdit, allow: true},
+		{name: "a disallow rule wins over yolo", mode: "yolo", sdk: sdkhost.Options{DisallowedTools: []string{"Bash(rm:*)"}}, call: shellCall("rm -rf x"), kind: tools.KindExec, reasonHas: "disallowedTools"},
+		{name: "dontAsk does not ask the host", mode: "default", sdk: sdkhost.Options{PermissionPromptStdio: true, NoPrompt: true}, call: writeCall("a.txt"), kind: tools.KindEdit, reasonHas: "nobody"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -196,7 +198,7 @@ func TestSDKApproverCancelAndEOF(t *testing.T) {
 		o.SDK.PermissionPromptStdio = true
 		a := newApproverSession(t, o)
 		a.stdin.Close()
-		<-a.s.sdk.cp.done // the reader has seen EOF
+		<-a.s.cp.Done() // the reader has seen EOF
 		v := <-a.approve(t.Context(), writeCall("a.txt"), tools.KindEdit)
 		if v.allow || !strings.Contains(v.reason, "closed stdin") {
 			t.Errorf("Approve after EOF = %+v", v)
@@ -217,28 +219,4 @@ func TestSDKApproverCancelAndEOF(t *testing.T) {
 			t.Errorf("after plan: %+v", v)
 		}
 	})
-}
-
-func TestWorkspaceToolFilter(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name string
-		sdk  SDKOptions
-		want []string
-	}{
-		{"no options: all", SDKOptions{}, nil},
-		{"--tools in Claude's names", SDKOptions{Tools: []string{"Read", "Bash"}}, []string{"read_file", "shell"}},
-		{"--tools empty: none", SDKOptions{Tools: []string{}}, []string{}},
-		{"a bare disallowed name takes the tool away", SDKOptions{DisallowedTools: []string{"Bash", "Write(x)"}}, []string{"read_file", "write_file", "edit", "glob", "grep"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			s := &session{sdk: &sdkState{opts: tt.sdk}}
-			got := s.workspaceTools()
-			if (got == nil) != (tt.want == nil) || strings.Join(got, ",") != strings.Join(tt.want, ",") {
-				t.Errorf("workspaceTools = %#v, want %#v", got, tt.want)
-			}
-		})
-	}
 }

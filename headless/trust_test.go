@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/stoke-cli/stoke/headless/sdkhost"
 )
 
 // syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
@@ -105,7 +107,7 @@ func TestAgentModeCeiling(t *testing.T) {
 			if tt.file != "" {
 				writeAgent(t, o.CWD, ".claude/agents/x.md", tt.file)
 			} else {
-				defs, err := ParseAgentsJSON(tt.sdkJSON)
+				defs, err := sdkhost.ParseAgentsJSON(tt.sdkJSON)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -22,7 +22,7 @@ func (s *session) definitions() agents.Catalog {
 	for _, w := range warnings {
 		s.opts.Logger.Warn("agent definition", "warning", w)
 	}
-	for _, d := range s.sdk.hostAgents() {
+	for _, d := range s.hostAgents() {
 		cat[d.Name] = d
 	}
 	for _, name := range cat.Names() {
@@ -40,22 +40,30 @@ func (s *session) definitions() agents.Catalog {
 // (and, in an SDK session, the host's verdicts), the permission rules and the secrets
 // policy. It returns the options a worktree's workspace is built with.
 func (s *session) newWorkspace() (*tools.Workspace, []tools.Option, error) {
-	mode, approver := s.workspaceApproval()
+	mode, _ := s.workspaceApproval()
 	opts := []tools.Option{tools.WithDenialHook(s.recordDenial), tools.WithSecrets(s.opts.Secrets)}
-	if approver != nil {
-		opts = append(opts, tools.WithApprover(approver))
-	}
 	ws, err := tools.NewWorkspace(s.opts.CWD, mode, opts...)
 	if err != nil {
 		return nil, nil, err
 	}
 	s.rules = s.permissionRules(ws)
-	return ws.With(tools.WithDenier(s.rules)), opts, nil
+	return ws.With(s.approval(s.rules, "")...), opts, nil
+}
+
+// approval is what gates a tool set over a workspace: its deny rules and, when the host
+// approves what the mode does not allow, the host's approver with those rules, under the
+// ceiling when one is given.
+func (s *session) approval(rules *permission.Rules, ceiling tools.Mode) []tools.Option {
+	opts := []tools.Option{tools.WithDenier(rules)}
+	if _, ok := s.workspaceApproval(); ok {
+		opts = append(opts, tools.WithApprover(s.host.Approver(rules, ceiling)))
+	}
+	return opts
 }
 
 // permissionRules are --allowedTools and --disallowedTools over the workspace w.
 func (s *session) permissionRules(w *tools.Workspace) *permission.Rules {
-	return permission.New(w, s.sdk.opts.AllowedTools, s.sdk.opts.DisallowedTools)
+	return permission.New(w, s.opts.SDK.AllowedTools, s.opts.SDK.DisallowedTools)
 }
 
 // subagentTools gives each new subagent runtime its tools: the workspace tools its
@@ -63,7 +71,7 @@ func (s *session) permissionRules(w *tools.Workspace) *permission.Rules {
 // (CapMode has kept it at or below the run's), with its disallowedTools as deny rules,
 // rooted in its worktree when it is isolated. Subagents never get the task tools.
 func (s *session) subagentTools(ws *tools.Workspace, opts []tools.Option) func(agents.Definition, string) *tools.Set {
-	_, approver := s.workspaceApproval()
+	_, approves := s.workspaceApproval()
 	return func(def agents.Definition, root string) *tools.Set {
 		w, rules := ws, s.rules
 		if root != "" {
@@ -75,7 +83,6 @@ func (s *session) subagentTools(ws *tools.Workspace, opts []tools.Option) func(a
 			w, rules = wt, s.permissionRules(wt)
 		}
 		rules = rules.WithDeny(def.DisallowedTools)
-		extra := []tools.Option{tools.WithDenier(rules)}
 		var ceiling tools.Mode
 		if def.ApprovalMode != "" {
 			m, err := tools.ParseMode(def.ApprovalMode)
@@ -84,16 +91,13 @@ func (s *session) subagentTools(ws *tools.Workspace, opts []tools.Option) func(a
 				return tools.NewSet()
 			}
 			ceiling = m
-			if approver == nil {
+			if !approves {
 				w, _ = w.WithMode(m)
 			}
 		}
-		if approver != nil {
-			// The tools stay in the default mode and the approver applies the lower of
-			// the live mode and the agent's own.
-			extra = append(extra, tools.WithApprover(sdkApprover{s: s, rules: rules, ceiling: ceiling}))
-		}
-		w = w.With(extra...)
+		// With an approving host the tools stay in the default mode and the approver
+		// applies the lower of the live mode and the agent's own.
+		w = w.With(s.approval(rules, ceiling)...)
 		if def.Tools != nil && len(def.Tools) == 0 {
 			return tools.NewSet() // tools: []
 		}
@@ -161,7 +165,7 @@ func (s *session) parentStopHook() func(context.Context, string, bool) string {
 	runner := s.hookRunner()
 	return func(ctx context.Context, final string, active bool) string {
 		out, err := runner.Run(ctx, hooks.Stop, hs, hooks.Input{
-			SessionID: s.opts.SessionID, CWD: s.opts.CWD, LastMessage: final, StopHookActive: active,
+			SessionID: s.id, CWD: s.opts.CWD, LastMessage: final, StopHookActive: active,
 		})
 		if err != nil {
 			s.opts.Logger.Warn("stop hook", "err", err)

@@ -213,7 +213,8 @@ func orAbsent(r gjson.Result) string {
 }
 
 // constructedStream writes, with the package's constructors, the run of
-// testdata/valid_text.jsonl: a background agent launched, then continued once.
+// streamjsontest/testdata/valid_text.jsonl: a background agent launched, then continued
+// once. streamjsontest checks the golden file against the output contract.
 func constructedStream(t *testing.T) []byte {
 	t.Helper()
 	var buf bytes.Buffer
@@ -284,9 +285,6 @@ func constructedStream(t *testing.T) []byte {
 func TestConstructedStreamIsValidAndStable(t *testing.T) {
 	t.Parallel()
 	got := constructedStream(t)
-	if err := Validate(bytes.NewReader(got)); err != nil {
-		t.Fatalf("Validate: %v", err)
-	}
 	golden := filepath.Join("testdata", "encoded.golden.jsonl")
 	if *update {
 		if err := os.WriteFile(golden, got, 0o644); err != nil {

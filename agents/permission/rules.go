@@ -261,7 +261,9 @@ func (r *Rules) hasPathDeny(tool string) bool {
 }
 
 // harmless are the files a redirection may write that are no file of the workspace.
-var harmless = map[string]bool{"/dev/null": true, "/dev/stdout": true, "/dev/stderr": true, "/dev/tty": true}
+func harmless() map[string]bool {
+	return map[string]bool{"/dev/null": true, "/dev/stdout": true, "/dev/stderr": true, "/dev/tty": true}
+}
 
 func (r *Rules) shellAllowed(command string, mode tools.Mode) bool {
 	script, err := shellcmd.Parse(command)
@@ -288,7 +290,7 @@ func (r *Rules) shellAllowed(command string, mode tools.Mode) bool {
 		if !rd.Target.Literal {
 			return false
 		}
-		if harmless[rd.Target.Value] {
+		if harmless()[rd.Target.Value] {
 			continue
 		}
 		rel, ok := r.rel(rd.Target.Value, false)

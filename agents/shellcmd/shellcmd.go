@@ -200,7 +200,9 @@ func doubleQuoted(b *strings.Builder, s string) {
 }
 
 // shells are the interpreters whose -c argument is a command line of its own.
-var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true, "ash": true, "mksh": true}
+func shells() map[string]bool {
+	return map[string]bool{"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true, "ash": true, "mksh": true}
+}
 
 // Inner returns the command line c runs as a string, when it is literal: the argument
 // of -c for a shell (bash -c '…', sh -ec '…'), and the joined arguments of eval.
@@ -221,7 +223,7 @@ func (c Command) Inner() (src string, inner, literal bool) {
 			parts = append(parts, w.Value)
 		}
 		return strings.Join(parts, " "), true, true
-	case shells[base]:
+	case shells()[base]:
 		hasC := false
 		args := c.Words[1:]
 		for i := 0; i < len(args); i++ {
@@ -260,16 +262,18 @@ func (c Command) Inner() (src string, inner, literal bool) {
 
 // wrappers are commands that run their arguments as another command, with the options
 // that take a separate value.
-var wrappers = map[string]map[string]bool{
-	"command": {}, "builtin": {}, "exec": {"-a": true}, "nohup": {}, "time": {},
-	"env":     {"-u": true, "-C": true, "-S": true, "--unset": true, "--chdir": true},
-	"nice":    {"-n": true, "--adjustment": true},
-	"sudo":    {"-u": true, "-g": true, "-C": true, "-D": true, "-h": true, "-p": true, "-r": true, "-t": true, "-U": true},
-	"doas":    {"-u": true, "-C": true},
-	"timeout": {"-s": true, "-k": true, "--signal": true, "--kill-after": true},
-	"xargs":   {"-I": true, "-n": true, "-P": true, "-L": true, "-d": true, "-E": true, "-s": true, "-a": true},
-	"stdbuf":  {"-i": true, "-o": true, "-e": true},
-	"setsid":  {}, "chroot": {}, "ionice": {"-c": true, "-n": true, "-p": true}, "unbuffer": {},
+func wrappers() map[string]map[string]bool {
+	return map[string]map[string]bool{
+		"command": {}, "builtin": {}, "exec": {"-a": true}, "nohup": {}, "time": {},
+		"env":     {"-u": true, "-C": true, "-S": true, "--unset": true, "--chdir": true},
+		"nice":    {"-n": true, "--adjustment": true},
+		"sudo":    {"-u": true, "-g": true, "-C": true, "-D": true, "-h": true, "-p": true, "-r": true, "-t": true, "-U": true},
+		"doas":    {"-u": true, "-C": true},
+		"timeout": {"-s": true, "-k": true, "--signal": true, "--kill-after": true},
+		"xargs":   {"-I": true, "-n": true, "-P": true, "-L": true, "-d": true, "-E": true, "-s": true, "-a": true},
+		"stdbuf":  {"-i": true, "-o": true, "-e": true},
+		"setsid":  {}, "chroot": {}, "ionice": {"-c": true, "-n": true, "-p": true}, "unbuffer": {},
+	}
 }
 
 // Unwrapped returns the command that c runs through wrappers such as env, nice, sudo,
@@ -287,7 +291,7 @@ func (c Command) Unwrapped() (Command, bool) {
 			return Command{}, false
 		}
 		base := path.Base(words[0].Value)
-		opts, wrapper := wrappers[base]
+		opts, wrapper := wrappers()[base]
 		if !wrapper {
 			out := append([]Word{{Value: base, Literal: true}}, words[1:]...)
 			return Command{Words: out, Assigns: c.Assigns}, true

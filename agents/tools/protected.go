@@ -8,10 +8,14 @@ import (
 // protectedDirs are the directories that configure stoke, Claude Code, Qwen Code and git:
 // a file written there can change what the next run in this directory may do (settings,
 // agent files, hooks) or run commands (git hooks and config).
-var protectedDirs = []string{".stoke", ".claude", ".qwen", ".git"}
+func protectedDirs() []string {
+	return []string{".stoke", ".claude", ".qwen", ".git"}
+}
 
 // protectedFiles are files of the same kind outside those directories.
-var protectedFiles = []string{".mcp.json"}
+func protectedFiles() []string {
+	return []string{".mcp.json"}
+}
 
 // Protected reports whether rel, a slash path relative to the workspace root, is (or is
 // inside) configuration the workspace tools do not write below yolo, and says what it
@@ -19,12 +23,12 @@ var protectedFiles = []string{".mcp.json"}
 // without regard to case (the file systems of macOS and Windows ignore it).
 func Protected(rel string) (string, bool) {
 	for comp := range strings.SplitSeq(rel, "/") {
-		for _, d := range protectedDirs {
+		for _, d := range protectedDirs() {
 			if strings.EqualFold(comp, d) {
 				return fmt.Sprintf("inside %s/, which configures %s", d, configures(d)), true
 			}
 		}
-		for _, f := range protectedFiles {
+		for _, f := range protectedFiles() {
 			if strings.EqualFold(comp, f) {
 				return fmt.Sprintf("%s, which configures MCP servers", f), true
 			}

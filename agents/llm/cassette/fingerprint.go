@@ -28,7 +28,7 @@ import (
 const fingerprintVersion = "stoke-cassette/1"
 
 // DefaultVolatile are the patterns a new recording masks before fingerprinting.
-var DefaultVolatile = []string{`<duration_ms>\d+</duration_ms>`}
+func DefaultVolatile() []string { return []string{`<duration_ms>\d+</duration_ms>`} }
 
 // normaliser masks one request's strings.
 type normaliser struct {
@@ -314,10 +314,12 @@ func firstDifference(rec, now reqOutline) string {
 }
 
 // blockFields names the fields of each block type's outline, in order.
-var blockFields = map[string][]string{
-	llm.BlockText:       {"type", "text"},
-	llm.BlockToolUse:    {"type", "id", "name", "input"},
-	llm.BlockToolResult: {"type", "tool_use_id", "content", "is_error"},
+func blockFields() map[string][]string {
+	return map[string][]string{
+		llm.BlockText:       {"type", "text"},
+		llm.BlockToolUse:    {"type", "id", "name", "input"},
+		llm.BlockToolResult: {"type", "tool_use_id", "content", "is_error"},
+	}
 }
 
 // blockDifference compares two block outlines: "" when equal, else ".field" and, for
@@ -330,7 +332,7 @@ func blockDifference(rec, now string) string {
 	if len(rf) == 0 || len(nf) == 0 || rf[0] != nf[0] {
 		return fmt.Sprintf(".type (recorded %s, now %s)", firstWord(rec), firstWord(now))
 	}
-	names := blockFields[rf[0]]
+	names := blockFields()[rf[0]]
 	for k := 1; k < max(len(rf), len(nf)); k++ {
 		var a, b string
 		if k < len(rf) {

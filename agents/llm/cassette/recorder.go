@@ -70,7 +70,7 @@ func Record(inner llm.Model, cfg RecordConfig) (*Recorder, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	norm, err := newNormaliser(DefaultVolatile, cfg.CWD, cfg.Secrets)
+	norm, err := newNormaliser(DefaultVolatile(), cfg.CWD, cfg.Secrets)
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +102,7 @@ func Record(inner llm.Model, cfg RecordConfig) (*Recorder, error) {
 	}{name, inner.Name(), Header{
 		Version: Version, Provider: cfg.Provider, Stoke: cfg.Version,
 		RecordedAt: cfg.Now().UTC().Format(time.RFC3339),
-		Seed:       hex.EncodeToString(seed), Volatile: DefaultVolatile,
+		Seed:       hex.EncodeToString(seed), Volatile: DefaultVolatile(),
 	}})
 	if err == nil {
 		err = r.write(append([]byte(fileComment), append(head, "rules:\n"...)...))

@@ -1,4 +1,4 @@
-package streamjson
+package streamjsontest
 
 import (
 	"bufio"

@@ -1,8 +1,9 @@
-package streamjson
+package streamjsontest
 
 import (
 	"cmp"
 	"fmt"
+	"github.com/stoke-cli/stoke/streamjson"
 	"math"
 	"slices"
 	"strings"
@@ -206,7 +207,7 @@ func (v *validator) taskStarted(c *checker) {
 	}
 	cont := ""
 	if c.has("continuation") {
-		cont, _ = c.oneOf("continuation", ContinuationFresh, ContinuationResident, ContinuationRevived)
+		cont, _ = c.oneOf("continuation", streamjson.ContinuationFresh, streamjson.ContinuationResident, streamjson.ContinuationRevived)
 	}
 	if !idOK {
 		return
@@ -215,19 +216,19 @@ func (v *validator) taskStarted(c *checker) {
 	t := v.tasks[id]
 	switch {
 	case t == nil:
-		if cont == ContinuationResident {
+		if cont == streamjson.ContinuationResident {
 			c.fail("continuation", "resident continuation of task %q, which did not start in this process's stream", id)
 		}
-		if cont == ContinuationFresh && turn > 1 {
+		if cont == streamjson.ContinuationFresh && turn > 1 {
 			c.fail("turn", "a fresh launch has turn %d, want 1", turn)
 		}
 		t = &taskState{}
-		if cont == ContinuationFresh {
+		if cont == streamjson.ContinuationFresh {
 			t.launchID = toolUseID
 		}
 		v.tasks[id] = t
 	default:
-		if cont == ContinuationFresh {
+		if cont == streamjson.ContinuationFresh {
 			c.fail("continuation", "fresh launch of task %q, which already started on line %d (task ids are never reused)", id, t.startLine)
 		}
 		if t.background && t.notified == 0 {
@@ -259,7 +260,7 @@ func (v *validator) taskProgress(c *checker) {
 // output_file, summary) and closes the turn of its task.
 func (v *validator) taskNotification(c *checker) {
 	id, idOK := c.nonEmpty("task_id")
-	c.oneOf("status", StatusCompleted, StatusFailed, StatusStopped)
+	c.oneOf("status", streamjson.StatusCompleted, streamjson.StatusFailed, streamjson.StatusStopped)
 	c.str("output_file")
 	c.str("summary")
 	if c.has("usage") {
@@ -289,8 +290,8 @@ func (v *validator) result(c *checker) {
 	v.results = append(v.results, c.line)
 	sub := c.obj.Get("subtype").Str
 	isErrSub := strings.HasPrefix(sub, "error_")
-	if sub != "" && sub != ResultSuccess && !isErrSub {
-		c.fail("subtype", "want %q or error_*, got %q", ResultSuccess, sub)
+	if sub != "" && sub != streamjson.ResultSuccess && !isErrSub {
+		c.fail("subtype", "want %q or error_*, got %q", streamjson.ResultSuccess, sub)
 	}
 	if isErr, ok := c.boolean("is_error"); ok && isErrSub && !isErr {
 		c.fail("is_error", "false on subtype %q", sub)
@@ -307,7 +308,7 @@ func (v *validator) result(c *checker) {
 	if c.has("modelUsage") {
 		c.object("modelUsage")
 	}
-	if sub == ResultSuccess || c.has("result") {
+	if sub == streamjson.ResultSuccess || c.has("result") {
 		c.str("result")
 	}
 	if isErrSub || c.has("errors") {
@@ -320,14 +321,14 @@ func (v *validator) controlResponse(c *checker) {
 	if !c.object("response") {
 		return
 	}
-	sub, _ := c.oneOf("response.subtype", ControlSuccess, ControlError)
+	sub, _ := c.oneOf("response.subtype", streamjson.ControlSuccess, streamjson.ControlError)
 	c.nonEmpty("response.request_id")
 	switch sub {
-	case ControlSuccess:
+	case streamjson.ControlSuccess:
 		if c.has("response.response") {
 			c.object("response.response")
 		}
-	case ControlError:
+	case streamjson.ControlError:
 		c.str("response.error")
 	}
 }

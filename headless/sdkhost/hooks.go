@@ -1,16 +1,16 @@
-package headless
+package sdkhost
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
 
 	"github.com/tidwall/gjson"
 
+	"github.com/stoke-cli/stoke/agents"
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/streamjson"
@@ -109,31 +109,30 @@ func firstNonEmpty(ss ...string) string {
 }
 
 // hasHooks reports whether the host registered callbacks for event.
-func (st *sdkState) hasHooks(event string) bool {
-	return st != nil && st.cp != nil && len(st.hooks[event]) > 0
+func (h *Host) hasHooks(event string) bool {
+	return h != nil && h.cfg.Control != nil && len(h.hooks[event]) > 0
 }
 
 // runHooks invokes, one after the other, the callbacks registered for event whose matcher
 // selects one of targets, and returns their outputs. A callback that fails (an error reply,
 // a timeout, stdin closed) is logged and skipped: a hook that cannot be reached does not
 // block.
-func (s *session) runHooks(ctx context.Context, event string, targets []string, toolUseID string, input map[string]any) []hookOutput {
-	st := s.sdk
-	if !st.hasHooks(event) {
+func (h *Host) runHooks(ctx context.Context, event string, targets []string, toolUseID string, input map[string]any) []hookOutput {
+	if !h.hasHooks(event) {
 		return nil
 	}
 	in := map[string]any{
 		"hook_event_name": event,
-		"session_id":      s.enc.SessionID(),
-		"transcript_path": s.transcriptPath(),
-		"cwd":             s.opts.CWD,
-		"permission_mode": streamjson.PermissionMode(string(st.liveMode())),
+		"session_id":      h.cfg.SessionID,
+		"transcript_path": h.cfg.TranscriptPath,
+		"cwd":             h.cfg.CWD,
+		"permission_mode": streamjson.PermissionMode(string(h.liveMode())),
 	}
 	for k, v := range input {
 		in[k] = v
 	}
 	var outs []hookOutput
-	for _, m := range st.hooks[event] {
+	for _, m := range h.hooks[event] {
 		if !m.matches(targets...) {
 			continue
 		}
@@ -147,15 +146,15 @@ func (s *session) runHooks(ctx context.Context, event string, targets []string, 
 			if toolUseID != "" {
 				fields["tool_use_id"] = toolUseID
 			}
-			raw, err := st.cp.request(hctx, "hook_callback", fields)
+			raw, err := h.cfg.Control.request(hctx, "hook_callback", fields)
 			cancel()
 			if err != nil {
-				s.opts.Logger.Warn("hook callback failed", "event", event, "callback_id", id, "err", err)
+				h.cfg.Logger.Warn("hook callback failed", "event", event, "callback_id", id, "err", err)
 				continue
 			}
 			var out hookOutput
 			if err := json.Unmarshal(raw, &out); err != nil {
-				s.opts.Logger.Warn("hook callback answer not understood", "event", event, "callback_id", id, "err", err)
+				h.cfg.Logger.Warn("hook callback answer not understood", "event", event, "callback_id", id, "err", err)
 				continue
 			}
 			outs = append(outs, out)
@@ -164,67 +163,73 @@ func (s *session) runHooks(ctx context.Context, event string, targets []string, 
 	return outs
 }
 
-// fireHook invokes the callbacks of a notification-only event without waiting for them.
-func (s *session) fireHook(event, target string, input map[string]any) {
-	st := s.sdk
-	if !st.hasHooks(event) {
+// fireHook invokes the callbacks of a notification-only event without waiting for them
+// (Close waits for them); after Close has begun it fires nothing.
+func (h *Host) fireHook(event, target string, input map[string]any) {
+	if !h.hasHooks(event) {
 		return
 	}
-	st.hookWG.Go(func() {
-		s.runHooks(st.hookCtx, event, []string{target}, "", input)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return
+	}
+	h.hookWG.Go(func() {
+		h.runHooks(h.hookCtx, event, []string{target}, "", input)
 	})
 }
 
-// transcriptPath is the parent's transcript ("" when nothing is stored).
-func (s *session) transcriptPath() string {
-	if s.dir == "" {
-		return ""
-	}
-	return filepath.Join(s.dir, "session.jsonl")
+// TurnStarted implements agents.Lifecycle: the SubagentStart callbacks, not waited for.
+func (h *Host) TurnStarted(_ context.Context, t agents.TurnInfo) {
+	h.fireHook(hookSubagentStart, t.Definition.Name, map[string]any{
+		"agent_id": string(t.TaskID), "agent_type": t.Definition.Name,
+	})
 }
 
-// promptSubmit runs the UserPromptSubmit callbacks for a user turn. It returns the message
-// to run (with any additionalContext added), or the reason a callback blocked it.
-func (s *session) promptSubmit(ctx context.Context, msg llm.Message) (llm.Message, string, bool) {
-	if !s.sdk.hasHooks(hookUserPromptSubmit) {
-		return msg, "", false
+// TurnStopping implements agents.Lifecycle: the host's SubagentStop callbacks are
+// notifications, invoked once the turn has settled.
+func (h *Host) TurnStopping(context.Context, agents.TurnInfo, string, bool) string { return "" }
+
+// TurnSettled implements agents.Lifecycle: the SubagentStop callbacks, not waited for.
+func (h *Host) TurnSettled(t agents.TurnInfo, row agents.Row) {
+	h.fireHook(hookSubagentStop, t.Definition.Name, map[string]any{
+		"agent_id": string(t.TaskID), "agent_type": t.Definition.Name, "agent_transcript_path": row.Transcript,
+		"stop_hook_active": false, "last_assistant_message": row.LastOutcome.Text,
+	})
+}
+
+// SubmitPrompt starts a user turn: it writes the running state and runs the
+// UserPromptSubmit callbacks. It returns the message to run (with any additionalContext
+// added), or an error wrapping ErrPromptBlocked that says why a callback blocked it (the
+// run loop then writes an error result and goes on). Called from the run loop.
+func (h *Host) SubmitPrompt(ctx context.Context, msg llm.Message) (llm.Message, error) {
+	if !h.hasHooks(hookUserPromptSubmit) {
+		return msg, nil
 	}
-	outs := s.runHooks(ctx, hookUserPromptSubmit, nil, "", map[string]any{"prompt": msg.Text()})
+	outs := h.runHooks(ctx, hookUserPromptSubmit, nil, "", map[string]any{"prompt": msg.Text()})
 	for _, o := range outs {
 		if reason, ok := o.blocked(); ok {
-			return msg, reason, true
+			h.writeState("running")
+			return msg, fmt.Errorf("%w: %s", ErrPromptBlocked, reason)
 		}
 		if c := strings.TrimSpace(o.HookSpecific.AdditionalContext); c != "" {
 			msg.Content = append(msg.Content, llm.TextBlock(c))
 		}
 	}
-	return msg, "", false
-}
-
-// userTurn runs one user turn of an SDK session: the UserPromptSubmit callbacks first; a
-// blocked prompt ends with an error result and the session goes on.
-func (s *session) userTurn(ctx context.Context, msg llm.Message, perTurnResult bool) error {
-	msg, reason, blocked := s.promptSubmit(ctx, msg)
-	if !blocked {
-		return s.turn(ctx, msg, perTurnResult)
-	}
-	s.writeState("running")
-	s.writeResult(streamjson.ResultErrorDuringExecution, "prompt blocked by a UserPromptSubmit hook: "+reason)
-	s.maybeIdle()
-	return nil
+	return msg, nil
 }
 
 // withStopCallbacks adds the host's Stop callbacks to a parent's stop hook (the settings'
 // command hooks, asked first): when the parent would end its turn, a callback that blocks
 // makes it go on with the reason as its next instruction.
-func (s *session) withStopCallbacks(inner func(context.Context, string, bool) string) func(context.Context, string, bool) string {
+func (h *Host) withStopCallbacks(inner func(context.Context, string, bool) string) func(context.Context, string, bool) string {
 	return func(ctx context.Context, final string, active bool) string {
 		if inner != nil {
 			if goOn := inner(ctx, final, active); goOn != "" {
 				return goOn
 			}
 		}
-		outs := s.runHooks(ctx, hookStop, nil, "", map[string]any{
+		outs := h.runHooks(ctx, hookStop, nil, "", map[string]any{
 			"stop_hook_active": active, "last_assistant_message": final,
 		})
 		for _, o := range outs {
@@ -238,14 +243,14 @@ func (s *session) withStopCallbacks(inner func(context.Context, string, bool) st
 
 // hookedTools wraps a tool set so that the PreToolUse and PostToolUse callbacks run
 // around each call. It returns set itself when no such callback is registered.
-func (s *session) hookedTools(set *tools.Set) *tools.Set {
-	if !s.sdk.hasHooks(hookPreToolUse) && !s.sdk.hasHooks(hookPostToolUse) {
+func (h *Host) hookedTools(set *tools.Set) *tools.Set {
+	if !h.hasHooks(hookPreToolUse) && !h.hasHooks(hookPostToolUse) {
 		return set
 	}
 	specs := set.Specs()
 	ts := make([]tools.Tool, len(specs))
 	for i, spec := range specs {
-		ts[i] = hookedTool{spec: spec, set: set, s: s}
+		ts[i] = hookedTool{spec: spec, set: set, h: h}
 	}
 	return tools.NewSet(ts...)
 }
@@ -254,14 +259,14 @@ func (s *session) hookedTools(set *tools.Set) *tools.Set {
 type hookedTool struct {
 	spec llm.ToolSpec
 	set  *tools.Set
-	s    *session
+	h    *Host
 }
 
 func (t hookedTool) Spec() llm.ToolSpec { return t.spec }
 
 func (t hookedTool) Run(ctx context.Context, call tools.Call) tools.Result {
 	names := []string{claudeToolName(call.Name), call.Name}
-	outs := t.s.runHooks(ctx, hookPreToolUse, names, call.ID, map[string]any{
+	outs := t.h.runHooks(ctx, hookPreToolUse, names, call.ID, map[string]any{
 		"tool_name": names[0], "tool_input": json.RawMessage(call.Input), "tool_use_id": call.ID,
 	})
 	for _, o := range outs {
@@ -273,7 +278,7 @@ func (t hookedTool) Run(ctx context.Context, call tools.Call) tools.Result {
 		}
 	}
 	res := t.set.Run(ctx, call)
-	outs = t.s.runHooks(ctx, hookPostToolUse, names, call.ID, map[string]any{
+	outs = t.h.runHooks(ctx, hookPostToolUse, names, call.ID, map[string]any{
 		"tool_name": names[0], "tool_input": json.RawMessage(call.Input), "tool_use_id": call.ID,
 		"tool_response": res.Content,
 	})

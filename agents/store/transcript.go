@@ -1,4 +1,4 @@
-package agents
+package store
 
 import (
 	"bufio"
@@ -254,6 +254,20 @@ func (l *Loaded) apply(rec Record) {
 	}
 }
 
+// AppendMessage appends m to msgs, merging it into the last message when both have the same
+// role. The runtime and transcript revival both build chats with it, so a revived chat is
+// the chat the resident runtime had.
+func AppendMessage(msgs []llm.Message, m llm.Message) []llm.Message {
+	if n := len(msgs); n > 0 && msgs[n-1].Role == m.Role {
+		last := msgs[n-1]
+		content := make([]llm.Block, 0, len(last.Content)+len(m.Content))
+		content = append(append(content, last.Content...), m.Content...)
+		msgs[n-1] = llm.Message{Role: m.Role, Content: content}
+		return msgs
+	}
+	return append(msgs, m)
+}
+
 // RepairDangling appends error tool results for tool_use blocks of the last assistant
 // message that have no result (a turn cut by a crash or a cancel), so the chat is valid to
 // send again.
@@ -271,4 +285,22 @@ func RepairDangling(msgs []llm.Message) []llm.Message {
 		res.Content = append(res.Content, llm.Block{Type: llm.BlockToolResult, ToolUseID: u.ID, Content: "interrupted: the tool call did not finish", IsError: true})
 	}
 	return append(msgs, res)
+}
+
+// TranscriptOwner reads the task id of a transcript's meta record (its first line).
+func TranscriptOwner(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	line, err := bufio.NewReaderSize(f, 4096).ReadBytes('\n')
+	if len(line) == 0 && err != nil {
+		return "", fmt.Errorf("empty transcript: %w", err)
+	}
+	var rec Record
+	if err := json.Unmarshal(line, &rec); err != nil || rec.Type != RecordMeta {
+		return "", fmt.Errorf("transcript has no meta record")
+	}
+	return rec.TaskID, nil
 }

@@ -1,4 +1,4 @@
-package headless
+package sdkhost
 
 import (
 	"encoding/json"

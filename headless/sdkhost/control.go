@@ -1,4 +1,4 @@
-package headless
+package sdkhost
 
 import (
 	"context"
@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 
 	"github.com/google/uuid"
 	"github.com/tidwall/gjson"
 
+	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/streamjson"
 )
 
@@ -21,13 +23,13 @@ var errHostClosed = errors.New("the host closed stdin: no control response can a
 // errHostCancelled: the host withdrew one of stoke's control requests (control_cancel_request).
 var errHostCancelled = errors.New("the host cancelled the request")
 
-// controlHandler answers the control requests the host sends. handleControl is called on
-// the stdin reader's goroutine, one request at a time, in stdin order; it must not wait for
-// anything that needs the reader (a control response, another stdin line). A nil response
-// is written as {}. An error is written as an error reply; an *unsupportedError for a
-// subtype stoke does not implement.
-type controlHandler interface {
-	handleControl(in streamjson.Input) (response any, err error)
+// ControlHandler answers the control requests the host sends (*Host is one).
+// HandleControl is called on the stdin reader's goroutine, one request at a time, in stdin
+// order; it must not wait for anything that needs the reader (a control response, another
+// stdin line). A nil response is written as {}. An error is written as an error reply; an
+// *unsupportedError for a subtype stoke does not implement.
+type ControlHandler interface {
+	HandleControl(in streamjson.Input) (response any, err error)
 }
 
 // unsupportedError refuses a control request subtype stoke does not implement: its reply
@@ -38,17 +40,17 @@ func (e *unsupportedError) Error() string {
 	return "Unsupported control request subtype: " + e.subtype
 }
 
-// controlPlane is the stream-json stdin of a session and the control protocol spoken on it.
+// ControlPlane is the stream-json stdin of a session and the control protocol spoken on it.
 // One goroutine (read) reads stdin and routes each line by type: a user message to the turn
 // queue, a control_request to the handler (answered at once with a control_response), a
 // control_response to the pending request it answers, a control_cancel_request to the
 // pending request it cancels. The reader never waits for a turn, so an interrupt is read
 // while a turn runs.
 //
-// The first line is read before the session exists and handed to startControl, so that an
-// initialize request is applied before anything is built; the reader then waits for attach
+// The first line is read before the session exists and handed to Start, so that an
+// initialize request is known before anything is built; the reader then waits for Attach
 // before routing anything, line 1 included.
-type controlPlane struct {
+type ControlPlane struct {
 	log *slog.Logger
 	dec *streamjson.Decoder
 	// answer: control requests are answered (stream-json output). Otherwise they are
@@ -56,23 +58,23 @@ type controlPlane struct {
 	answer bool
 
 	first chan firstLine // the first line (or EOF/error), buffered
-	ready chan struct{}  // closed by attach
-	stop  chan struct{}  // closed by close: Run is over
+	ready chan struct{}  // closed by Attach
+	stop  chan struct{}  // closed by Close: the run is over
 	done  chan struct{}  // closed when read returns
 	queue *turnQueue     // user turns, in stdin order
 	fwd   sync.WaitGroup // the forwarder of prompts
 	once  sync.Once      // closes stop
 	rmu   sync.Mutex     // held while a line is routed, and by close
-	hmu   sync.Mutex     // guards handler and enc (set once by attach)
-	h     controlHandler // set by attach
+	hmu   sync.Mutex     // guards h and enc (set once by Attach)
+	h     ControlHandler // set by Attach
 	enc   *streamjson.Encoder
 
-	// initLine is the line of the initialize request startControl applied (0: none);
-	// initErr says why it could not be applied; hooks are its hook callbacks. Set
-	// before attach, read-only afterwards.
+	// initLine is the line of the initialize request Start read (0: none); initErr says
+	// why it cannot be applied, init what it asks for. Set before Attach, read-only
+	// afterwards.
 	initLine int
 	initErr  error
-	hooks    map[string][]hookMatcher
+	init     initialize
 
 	mu      sync.Mutex
 	pending map[string]chan controlReply // stoke's requests awaiting a control_response
@@ -91,12 +93,12 @@ type controlReply struct {
 	err      error
 }
 
-// newControlPlane starts the stdin reader. Callers must call close when the run is over.
-func newControlPlane(stdin io.Reader, answer bool, log *slog.Logger) *controlPlane {
+// newControlPlane starts the stdin reader. Callers must call Close when the run is over.
+func newControlPlane(stdin io.Reader, answer bool, log *slog.Logger) *ControlPlane {
 	if stdin == nil {
-		stdin = eofReader{}
+		stdin = strings.NewReader("")
 	}
-	c := &controlPlane{
+	c := &ControlPlane{
 		log:     log,
 		dec:     streamjson.NewDecoder(stdin),
 		answer:  answer,
@@ -111,9 +113,9 @@ func newControlPlane(stdin io.Reader, answer bool, log *slog.Logger) *controlPla
 	return c
 }
 
-// peek waits for the first stdin line, which the reader still routes after attach. It
+// peek waits for the first stdin line, which the reader still routes after Attach. It
 // returns io.EOF for an empty stdin, a decode or read error as it came, or ctx's cause.
-func (c *controlPlane) peek(ctx context.Context) (streamjson.Input, error) {
+func (c *ControlPlane) peek(ctx context.Context) (streamjson.Input, error) {
 	select {
 	case f := <-c.first:
 		c.first <- f // keep it for the reader
@@ -123,20 +125,21 @@ func (c *controlPlane) peek(ctx context.Context) (streamjson.Input, error) {
 	}
 }
 
-// attach lets the reader route lines to h and write replies with enc.
-func (c *controlPlane) attach(h controlHandler, enc *streamjson.Encoder) {
+// Attach lets the reader route lines: control requests to h (nil when they are not
+// answered), replies written with enc.
+func (c *ControlPlane) Attach(h ControlHandler, enc *streamjson.Encoder) {
 	c.hmu.Lock()
 	c.h, c.enc = h, enc
 	c.hmu.Unlock()
 	close(c.ready)
 }
 
-// close ends the control plane: pending requests fail, the forwarder stops, and a line
-// being routed is finished; after close returns the reader writes and routes nothing.
+// Close ends the control plane: pending requests fail, the forwarder stops, and a line
+// being routed is finished; after Close returns the reader writes and routes nothing.
 // The reader goroutine itself returns at stdin EOF, or, if it is blocked in a Read when
-// close is called, as soon as that Read returns (at the latest when the process exits):
-// stdin cannot be unblocked portably, so close does not wait for it.
-func (c *controlPlane) close() {
+// Close is called, as soon as that Read returns (at the latest when the process exits):
+// stdin cannot be unblocked portably, so Close does not wait for it (Done tells).
+func (c *ControlPlane) Close() {
 	c.once.Do(func() { close(c.stop) })
 	c.failPending(errHostClosed)
 	c.rmu.Lock()
@@ -145,7 +148,7 @@ func (c *controlPlane) close() {
 }
 
 // read is the stdin reader goroutine.
-func (c *controlPlane) read() {
+func (c *ControlPlane) read() {
 	defer close(c.done)
 	in, err := c.dec.Next()
 	c.first <- firstLine{in: in, err: err}
@@ -164,8 +167,8 @@ func (c *controlPlane) read() {
 }
 
 // handle routes one line, or records the end of stdin; false when reading is over. It runs
-// under rmu, so that once close has returned nothing more is written.
-func (c *controlPlane) handle(in streamjson.Input, err error) bool {
+// under rmu, so that once Close has returned nothing more is written.
+func (c *ControlPlane) handle(in streamjson.Input, err error) bool {
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
 	select {
@@ -183,7 +186,7 @@ func (c *controlPlane) handle(in streamjson.Input, err error) bool {
 
 // end records the end of stdin: EOF closes the turn queue; another error is queued after
 // the user turns read before it (the run ends with it once they have run).
-func (c *controlPlane) end(err error) {
+func (c *ControlPlane) end(err error) {
 	if errors.Is(err, io.EOF) {
 		c.queue.close(nil)
 		c.failPending(errHostClosed)
@@ -193,10 +196,10 @@ func (c *controlPlane) end(err error) {
 	c.failPending(fmt.Errorf("%w: %w", errHostClosed, err))
 }
 
-func (c *controlPlane) route(in streamjson.Input) {
+func (c *ControlPlane) route(in streamjson.Input) {
 	switch in.Kind {
 	case streamjson.InputUser:
-		c.queue.push(prompt{msg: in.Message})
+		c.queue.push(Prompt{Msg: in.Message})
 	case streamjson.InputControlRequest:
 		if !c.answer {
 			c.log.Debug("control request ignored: it is answered only with --output-format stream-json", "line", in.Line, "subtype", in.Subtype)
@@ -213,11 +216,15 @@ func (c *controlPlane) route(in streamjson.Input) {
 }
 
 // answerRequest runs the handler of one control request and writes its reply.
-func (c *controlPlane) answerRequest(in streamjson.Input) {
+func (c *ControlPlane) answerRequest(in streamjson.Input) {
 	c.hmu.Lock()
 	h, enc := c.h, c.enc
 	c.hmu.Unlock()
-	resp, err := h.handleControl(in)
+	var resp any
+	err := error(&unsupportedError{subtype: in.Subtype})
+	if h != nil {
+		resp, err = h.HandleControl(in)
+	}
 	var reply *streamjson.ControlResponse
 	var unsupported *unsupportedError
 	switch {
@@ -253,7 +260,7 @@ type controlCancel struct {
 // reply. It returns the response object of a success reply; an error reply, stdin EOF, a
 // control_cancel_request from the host and ctx's end are errors. When ctx ends first, the
 // host is told with a control_cancel_request. Safe for concurrent use.
-func (c *controlPlane) request(ctx context.Context, subtype string, fields map[string]any) (json.RawMessage, error) {
+func (c *ControlPlane) request(ctx context.Context, subtype string, fields map[string]any) (json.RawMessage, error) {
 	if c == nil {
 		return nil, fmt.Errorf("%s: no host to ask: stdin is not --input-format stream-json", subtype)
 	}
@@ -299,7 +306,7 @@ func (c *controlPlane) request(ctx context.Context, subtype string, fields map[s
 }
 
 // forget drops a pending request; it reports whether it was still pending.
-func (c *controlPlane) forget(id string) bool {
+func (c *ControlPlane) forget(id string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	_, ok := c.pending[id]
@@ -308,7 +315,7 @@ func (c *controlPlane) forget(id string) bool {
 }
 
 // take removes and returns the waiter of a pending request.
-func (c *controlPlane) take(id string) (chan controlReply, bool) {
+func (c *ControlPlane) take(id string) (chan controlReply, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ch, ok := c.pending[id]
@@ -317,7 +324,7 @@ func (c *controlPlane) take(id string) (chan controlReply, bool) {
 }
 
 // resolve hands a control_response to the request it answers.
-func (c *controlPlane) resolve(in streamjson.Input) {
+func (c *ControlPlane) resolve(in streamjson.Input) {
 	ch, ok := c.take(in.RequestID)
 	if !ok {
 		c.log.Debug("control response matches no pending request", "request_id", in.RequestID)
@@ -340,7 +347,7 @@ func (c *controlPlane) resolve(in streamjson.Input) {
 }
 
 // cancel fails a pending request the host withdrew.
-func (c *controlPlane) cancel(id string) {
+func (c *ControlPlane) cancel(id string) {
 	if ch, ok := c.take(id); ok {
 		ch <- controlReply{err: errHostCancelled}
 		return
@@ -349,7 +356,7 @@ func (c *controlPlane) cancel(id string) {
 }
 
 // failPending fails every pending request and every later one with err.
-func (c *controlPlane) failPending(err error) {
+func (c *ControlPlane) failPending(err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed == nil {
@@ -361,10 +368,18 @@ func (c *controlPlane) failPending(err error) {
 	}
 }
 
-// prompts returns the user turns, in stdin order, and closes the channel after the last
+// Prompt is one user turn read from stdin, or the error that ended the input (a malformed
+// line).
+type Prompt struct {
+	Msg llm.Message
+	Err error
+}
+
+// Prompts returns the user turns, in stdin order, and closes the channel after the last
 // one: at EOF, after a malformed line (delivered as an error prompt), or when ctx ends.
-func (c *controlPlane) prompts(ctx context.Context) <-chan prompt {
-	ch := make(chan prompt)
+// It is called once.
+func (c *ControlPlane) Prompts(ctx context.Context) <-chan Prompt {
+	ch := make(chan Prompt)
 	c.fwd.Add(1)
 	go func() {
 		defer c.fwd.Done()
@@ -382,7 +397,7 @@ func (c *controlPlane) prompts(ctx context.Context) <-chan prompt {
 			case <-c.stop:
 				return
 			}
-			if p.err != nil {
+			if p.Err != nil {
 				return
 			}
 		}
@@ -390,8 +405,11 @@ func (c *controlPlane) prompts(ctx context.Context) <-chan prompt {
 	return ch
 }
 
+// Done is closed when the stdin reader has returned (EOF, a read error, or after Close).
+func (c *ControlPlane) Done() <-chan struct{} { return c.done }
+
 // waiting reports whether user turns were read that no turn has started yet.
-func (c *controlPlane) waiting() bool {
+func (c *ControlPlane) waiting() bool {
 	if c == nil {
 		return false
 	}
@@ -403,7 +421,7 @@ func (c *controlPlane) waiting() bool {
 // turn runs.
 type turnQueue struct {
 	mu     sync.Mutex
-	items  []prompt
+	items  []Prompt
 	taken  int  // items handed to the forwarder and not yet delivered
 	closed bool // no more items will come
 	ready  chan struct{}
@@ -418,7 +436,7 @@ func (q *turnQueue) signal() {
 	}
 }
 
-func (q *turnQueue) push(p prompt) {
+func (q *turnQueue) push(p Prompt) {
 	q.mu.Lock()
 	q.items = append(q.items, p)
 	q.mu.Unlock()
@@ -429,7 +447,7 @@ func (q *turnQueue) push(p prompt) {
 func (q *turnQueue) close(err error) {
 	q.mu.Lock()
 	if err != nil {
-		q.items = append(q.items, prompt{err: err})
+		q.items = append(q.items, Prompt{Err: err})
 	}
 	q.closed = true
 	q.mu.Unlock()
@@ -437,12 +455,12 @@ func (q *turnQueue) close(err error) {
 }
 
 // next waits for the next turn; false when the queue is closed and empty, or on ctx or stop.
-func (q *turnQueue) next(ctx context.Context, stop <-chan struct{}) (prompt, bool) {
+func (q *turnQueue) next(ctx context.Context, stop <-chan struct{}) (Prompt, bool) {
 	for {
 		q.mu.Lock()
 		if len(q.items) > 0 {
 			p := q.items[0]
-			q.items[0] = prompt{}
+			q.items[0] = Prompt{}
 			q.items = q.items[1:]
 			q.taken++
 			q.mu.Unlock()
@@ -451,14 +469,14 @@ func (q *turnQueue) next(ctx context.Context, stop <-chan struct{}) (prompt, boo
 		closed := q.closed
 		q.mu.Unlock()
 		if closed {
-			return prompt{}, false
+			return Prompt{}, false
 		}
 		select {
 		case <-q.ready:
 		case <-ctx.Done():
-			return prompt{}, false
+			return Prompt{}, false
 		case <-stop:
-			return prompt{}, false
+			return Prompt{}, false
 		}
 	}
 }

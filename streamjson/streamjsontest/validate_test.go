@@ -1,4 +1,4 @@
-package streamjson
+package streamjsontest
 
 import (
 	"errors"
@@ -303,6 +303,19 @@ func TestValidate(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The stream streamjson's constructors write (its golden file) keeps the contract.
+func TestConstructedStreamIsValid(t *testing.T) {
+	t.Parallel()
+	f, err := os.Open(filepath.Join("..", "testdata", "encoded.golden.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := Validate(f); err != nil {
+		t.Fatalf("Validate: %v", err)
 	}
 }
 

@@ -1,9 +1,10 @@
-package headless
+package sdkhost
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -14,43 +15,48 @@ import (
 )
 
 // liveMode is the permission mode now in force (set_permission_mode changes it).
-func (st *sdkState) liveMode() tools.Mode {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return st.mode
+func (h *Host) liveMode() tools.Mode {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.mode
 }
 
-// workspaceApproval returns the approval mode the workspace tools are built with, and the
-// Approver to give them (tools.WithApprover) or nil. In an SDK session, and whenever
-// Claude Code's permission options are used, the tools are built in the default mode and
-// the approver applies the live mode (which set_permission_mode changes), the
+// Approval returns the approval mode the workspace tools are built with, and whether an
+// approver (Approver) decides the calls that mode does not allow. In an SDK session, and
+// whenever Claude Code's permission options are used, the tools are built in the default
+// mode and the approver applies the live mode (which set_permission_mode changes), the
 // --allowedTools/--disallowedTools rules and the host's can_use_tool verdicts. Otherwise
-// the configured mode is used as it is.
-func (s *session) workspaceApproval() (tools.Mode, tools.Approver) {
-	o := s.sdk.opts
-	sdk := s.sdk.cp != nil && s.opts.sdkMode()
-	if !sdk && !o.PermissionPromptStdio && len(o.AllowedTools) == 0 && len(o.DisallowedTools) == 0 {
-		return s.sdk.liveMode(), nil
+// the configured mode is used as it is. Call before the run starts.
+func (h *Host) Approval() (tools.Mode, bool) {
+	if !(h.cfg.Control != nil && h.cfg.SDKMode) && !h.opts.permissionOptions() {
+		return h.liveMode(), false
 	}
-	return tools.ModeDefault, sdkApprover{s: s}
+	return tools.ModeDefault, true
 }
 
-// parentWorkspaceTools returns the workspace tools offered to the parent: all of them, or
-// those --tools names (Claude Code's names or stoke's), less the bare names of
-// --disallowedTools.
-func (s *session) parentWorkspaceTools(ws *tools.Workspace) []tools.Tool {
-	names := s.workspaceTools()
-	if names != nil && len(names) == 0 {
-		return nil // --tools "": none
+// Approver returns the approver of a tool set whose mode Approval said needs one: rules
+// are the permission rules over that tool set's workspace (the run's, plus an agent's
+// disallowedTools); ceiling, when set, caps the live mode (a subagent's own mode). Safe
+// for concurrent use.
+func (h *Host) Approver(rules *permission.Rules, ceiling tools.Mode) tools.Approver {
+	return sdkApprover{h: h, rules: rules, ceiling: ceiling}
+}
+
+// Tools returns the parent's tool set: the caller-owned tools as they are, and of the
+// workspace's tools those --tools names (Claude Code's names or stoke's; all without it),
+// less the bare names of --disallowedTools; each call between the PreToolUse and
+// PostToolUse callbacks. Call before the run starts.
+func (h *Host) Tools(own []tools.Tool, ws *tools.Workspace) *tools.Set {
+	var offered []tools.Tool
+	if names := workspaceTools(h.opts, h.cfg.Logger); names == nil || len(names) > 0 {
+		offered, _ = ws.Tools(names) // names nil: all; empty (--tools ""): none
 	}
-	ts, _ := ws.Tools(names)
-	return ts
+	return h.hookedTools(tools.NewSet(append(own, offered...)...))
 }
 
 // workspaceTools filters the names of the workspace tools by --tools and the bare names of
 // --disallowedTools; nil means all of them, empty none.
-func (s *session) workspaceTools() []string {
-	o := s.sdk.opts
+func workspaceTools(o Options, log *slog.Logger) []string {
 	if o.Tools == nil && len(o.DisallowedTools) == 0 {
 		return nil
 	}
@@ -61,7 +67,7 @@ func (s *session) workspaceTools() []string {
 			if c, ok := tools.CanonicalName(strings.TrimSpace(n)); ok {
 				offered = append(offered, c)
 			} else {
-				s.opts.Logger.Debug("--tools names no workspace tool", "tool", n)
+				log.Debug("--tools names no workspace tool", "tool", n)
 			}
 		}
 	}
@@ -85,15 +91,15 @@ func (s *session) workspaceTools() []string {
 // A subagent's approver has its own rules (its disallowedTools added) and, when its
 // definition sets a mode, that mode as a ceiling on the live one.
 type sdkApprover struct {
-	s       *session
-	rules   *permission.Rules // nil: the session's
-	ceiling tools.Mode        // "": none
+	h       *Host
+	rules   *permission.Rules
+	ceiling tools.Mode // "": none
 }
 
 // Mode is the mode the approver applies: the live mode, capped by the ceiling. The
 // workspace tools ask it whether protected paths may be written.
 func (a sdkApprover) Mode() tools.Mode {
-	mode := a.s.sdk.liveMode()
+	mode := a.h.liveMode()
 	if a.ceiling != "" && a.ceiling.Rank() < mode.Rank() {
 		return a.ceiling
 	}
@@ -103,13 +109,9 @@ func (a sdkApprover) Mode() tools.Mode {
 // Approve implements tools.Approver: the live mode first, then the disallow and allow
 // rules, then the host (can_use_tool) when --permission-prompt-tool=stdio; else refused.
 func (a sdkApprover) Approve(ctx context.Context, call tools.Call, kind tools.Kind) (bool, json.RawMessage, string) {
-	st := a.s.sdk
+	h := a.h
 	mode := a.Mode()
-	rules := a.rules
-	if rules == nil {
-		rules = a.s.rules
-	}
-	_, denied := rules.Deny(call)
+	_, denied := a.rules.Deny(call)
 	switch {
 	case denied:
 		return false, nil, "it matches --disallowedTools"
@@ -117,9 +119,9 @@ func (a sdkApprover) Approve(ctx context.Context, call tools.Call, kind tools.Ki
 		return false, nil, "the permission mode is plan, which is read-only: present your plan instead of changing anything"
 	case mode.Allows(kind):
 		return true, nil, ""
-	case rules.Allowed(call, mode):
+	case a.rules.Allowed(call, mode):
 		return true, nil, ""
-	case !st.opts.PermissionPromptStdio || st.opts.NoPrompt:
+	case !h.opts.PermissionPromptStdio || h.opts.NoPrompt:
 		return false, nil, fmt.Sprintf("the permission mode %s does not allow %s calls and nobody can approve them in this run", streamjson.PermissionMode(string(mode)), kind)
 	}
 	return a.ask(ctx, call, kind)
@@ -143,9 +145,9 @@ func (a sdkApprover) ask(ctx context.Context, call tools.Call, kind tools.Kind) 
 	if p := gjson.GetBytes(input, "file_path"); p.Type == gjson.String && kind == tools.KindEdit {
 		fields["blocked_path"] = p.Str
 	}
-	raw, err := a.s.sdk.cp.request(ctx, "can_use_tool", fields)
+	raw, err := a.h.cfg.Control.request(ctx, "can_use_tool", fields)
 	if err != nil {
-		a.s.opts.Logger.Debug("can_use_tool failed", "tool", call.Name, "err", err)
+		a.h.cfg.Logger.Debug("can_use_tool failed", "tool", call.Name, "err", err)
 		return false, nil, err.Error()
 	}
 	v := gjson.ParseBytes(raw)
@@ -158,7 +160,7 @@ func (a sdkApprover) ask(ctx context.Context, call tools.Call, kind tools.Kind) 
 		return true, updated, ""
 	case "deny":
 		if v.Get("interrupt").Bool() {
-			a.s.sdk.interruptTurn()
+			a.h.interruptTurn()
 		}
 		msg := v.Get("message").String()
 		if msg == "" {

@@ -1,8 +1,7 @@
-package agents
+package store
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -10,10 +9,34 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/stoke-cli/stoke/agents/llm"
-	"github.com/stoke-cli/stoke/agents/tools"
-	"github.com/stoke-cli/stoke/streamjson"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func mustJSON(t testing.TB, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func jsonEqual(t testing.TB, a, b any) bool {
+	t.Helper()
+	return mustJSON(t, a) == mustJSON(t, b)
+}
+
+func cloneMessages(ms []llm.Message) []llm.Message {
+	out := make([]llm.Message, len(ms))
+	for i, m := range ms {
+		out[i] = llm.Message{Role: m.Role, Content: append([]llm.Block(nil), m.Content...)}
+	}
+	return out
+}
 
 func toolUse(id, name string) llm.Block {
 	return llm.Block{Type: llm.BlockToolUse, ID: id, Name: name, Input: json.RawMessage(`{}`)}
@@ -38,7 +61,7 @@ func sampleTranscript(t testing.TB, dir string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tr.Write(Record{Type: RecordMeta, TaskID: "a0123456789abcdef", SubagentType: GeneralPurpose, System: "sys"}); err != nil {
+	if err := tr.Write(Record{Type: RecordMeta, TaskID: "a0123456789abcdef", SubagentType: "general-purpose", System: "sys"}); err != nil {
 		t.Fatal(err)
 	}
 	tr.SetTurn(1)
@@ -235,77 +258,5 @@ func TestAppendMessage(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// Cache fidelity: a revived runtime rebuilds byte-for-byte the message list the resident
-// runtime had, including a tool round and a message queued (and merged) mid-turn.
-func TestRevivalRebuildsResidentChat(t *testing.T) {
-	t.Parallel()
-	proceed := make(chan struct{})
-	hooked := Definition{Name: "hooked", Prompt: "Hooks.", HasHooks: true}
-	h := newHarness(t, func(_ context.Context, req llm.Request, yield func(llm.Event, error) bool) {
-		switch {
-		case strings.Contains(messagesText(req.Messages), "second instruction"):
-			answer(yield, "second answer")
-		case req.Messages[len(req.Messages)-1].Content[0].Type == llm.BlockToolResult:
-			answer(yield, "first answer")
-		default:
-			// Arguments as a provider may stream them: spaces, and characters that
-			// json.Marshal escapes inside a RawMessage.
-			answer(yield, "checking", llm.Block{ID: "call_1", Name: "slow", Input: json.RawMessage(`{"q": "a<b & c>d"}`)})
-		}
-	}, func(c *RegistryConfig) {
-		c.Catalog = NewCatalog(append(BuiltinDefinitions(), hooked)...)
-		c.SubagentTools = func(Definition, string) *tools.Set {
-			return tools.NewSet(tools.Func{
-				ToolSpec: llm.ToolSpec{Name: "slow", Parameters: json.RawMessage(`{"type":"object"}`)},
-				Fn: func(ctx context.Context, _ tools.Call) tools.Result {
-					select {
-					case <-proceed:
-					case <-ctx.Done():
-					}
-					return tools.Result{Content: "tool output"}
-				},
-			})
-		}
-	})
-	id := h.launch(LaunchRequest{Prompt: "first instruction", SubagentType: "hooked", Background: true}).TaskID
-	if res := h.send(id, "mid-turn note"); res.Continuation != "queued" {
-		t.Fatalf("send while running = %+v", res)
-	}
-	close(proceed)
-	h.collect(id)
-	resident := h.runtime(0).Chat().Messages()
-	if len(resident) != 4 || len(resident[2].Content) != 2 {
-		t.Fatalf("resident chat = %s", mustJSON(t, resident))
-	}
-	if p := h.notifications(id); len(p) != 1 {
-		t.Fatalf("notifications = %+v", p)
-	}
-
-	if res := h.send(id, "second instruction"); res.Continuation != streamjson.ContinuationRevived {
-		t.Fatalf("send = %+v", res)
-	}
-	h.collect(id)
-	reqs := h.model.requests()
-	revived := reqs[len(reqs)-1]
-	if len(revived.Messages) != len(resident)+1 {
-		t.Fatalf("revived request has %d messages, want %d", len(revived.Messages), len(resident)+1)
-	}
-	for i := range resident {
-		got, want := mustJSON(t, revived.Messages[i]), mustJSON(t, resident[i])
-		if got != want {
-			t.Fatalf("message %d differs:\nrevived  %s\nresident %s", i, got, want)
-		}
-		// json.Marshal normalizes raw tool inputs; the bytes a provider is sent must match too.
-		for j, b := range resident[i].Content {
-			if r := revived.Messages[i].Content[j]; string(r.Input) != string(b.Input) {
-				t.Fatalf("message %d block %d: revived input %s, resident input %s", i, j, r.Input, b.Input)
-			}
-		}
-	}
-	if revived.System != reqs[0].System || !jsonEqual(t, revived.Tools, reqs[0].Tools) {
-		t.Fatal("revived request has a different system prompt or tool list")
 	}
 }

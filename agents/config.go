@@ -1,0 +1,121 @@
+package agents
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/stoke-cli/stoke/agents/hooks"
+	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/store"
+	"github.com/stoke-cli/stoke/agents/tools"
+	"github.com/stoke-cli/stoke/agents/trace"
+	"github.com/stoke-cli/stoke/streamjson"
+)
+
+// RegistryConfig configures a Registry.
+type RegistryConfig struct {
+	SessionID string
+	// Store keeps the tasks' transcripts, sidecars and worktrees (a *store.Session). Nil:
+	// nothing is stored.
+	Store TaskStore
+	// CWD is the working directory the agents run in (recorded in sidecars).
+	CWD       string
+	Model     llm.Model
+	ModelName string
+	Catalog   Catalog
+	// MaxBackground caps running background tasks (default 4).
+	MaxBackground int
+	// MaxRetained caps settled rows (default 100).
+	MaxRetained int
+	// BackgroundAgents enables run_in_background.
+	BackgroundAgents bool
+	// MaxSteps caps model calls per subagent turn (0: none).
+	MaxSteps int
+	// Emit receives task events and the subagents' own events. Safe for concurrent use.
+	Emit func(streamjson.Event)
+	// Notify delivers a <task-notification> message to the parent. Safe for concurrent use.
+	Notify func(llm.Message)
+	// SubagentTools returns the tool set prepared for a new runtime of def, working in root
+	// (a worktree) or, when root is empty, in the session's working directory.
+	SubagentTools func(def Definition, root string) *tools.Set
+	// Hooks are the command hooks from settings; a definition's own hooks add to them.
+	Hooks hooks.Config
+	// HookRunner runs hooks; nil runs none.
+	HookRunner *hooks.Runner
+	// Lifecycle hears of every subagent turn, after the command hooks (see Lifecycle).
+	Lifecycle Lifecycle
+	// Tracer records one trace per agent turn; nil records nothing.
+	Tracer trace.Tracer
+	// NewRuntime constructs runtimes (tests count constructions); nil means NewRuntime.
+	NewRuntime func(RuntimeConfig) *Runtime
+	// OnDispose is called once per runtime a task gives up (tests).
+	OnDispose func(TaskID)
+	NewID     func(LaunchRequest) TaskID // nil: NewTaskID; a replay gives each launch its recorded id
+	Now       func() time.Time
+	Logger    *slog.Logger
+}
+
+// TaskStore keeps the files of a session's tasks; *store.Session implements it. Its
+// methods are safe for concurrent use.
+type TaskStore interface {
+	transcriptStore
+	sidecarStore
+	// WorktreeDir creates and returns the directory isolated agents' worktrees go in.
+	WorktreeDir() (string, error)
+}
+
+// transcriptStore is how a controller reaches its task's transcript.
+type transcriptStore interface {
+	// TaskTranscript is where task id's transcript is kept.
+	TaskTranscript(id string) string
+	OpenTranscript(path string, now func() time.Time) (*store.Transcript, error)
+	ReadTranscript(path string) (*store.Loaded, error)
+}
+
+// sidecarStore is where a controller persists its row.
+type sidecarStore interface {
+	// WriteSidecar replaces task id's sidecar with data, atomically and durably.
+	WriteSidecar(id string, data []byte) error
+	// Rel makes a path inside the session directory relative to it.
+	Rel(path string) string
+}
+
+// Defaults of a Registry.
+const (
+	DefaultMaxBackground = 4
+	DefaultMaxRetained   = 100
+)
+
+func withRegistryDefaults(cfg RegistryConfig) RegistryConfig {
+	if cfg.MaxBackground <= 0 {
+		cfg.MaxBackground = DefaultMaxBackground
+	}
+	if cfg.MaxRetained <= 0 {
+		cfg.MaxRetained = DefaultMaxRetained
+	}
+	if cfg.Emit == nil {
+		cfg.Emit = func(streamjson.Event) {}
+	}
+	if cfg.Notify == nil {
+		cfg.Notify = func(llm.Message) {}
+	}
+	if cfg.NewRuntime == nil {
+		cfg.NewRuntime = NewRuntime
+	}
+	if cfg.NewID == nil {
+		cfg.NewID = func(LaunchRequest) TaskID { return NewTaskID() }
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Catalog == nil {
+		cfg.Catalog = NewCatalog(BuiltinDefinitions()...)
+	}
+	if cfg.ModelName == "" && cfg.Model != nil {
+		cfg.ModelName = cfg.Model.Name()
+	}
+	return cfg
+}

@@ -1,0 +1,66 @@
+// Package agents runs subagents: the agent runtime, and the registry of a session's tasks
+// with the task tools the parent model calls (task, send_message, task_stop,
+// list_agents). A background task stays hot between turns and is continued on the same
+// in-memory chat; once the process has exited it is revived from its transcript.
+//
+// # Map
+//
+//	runtime.go       Runtime: one chat and its prepared tools; Execute runs one turn (model
+//	                 calls and tool rounds) and asks its Inbox for input between steps
+//	registry.go      Registry: the index of tasks, the caps, Launch Send Collect Stop Wait
+//	                 CancelAll Shutdown Reset
+//	config.go        RegistryConfig, its defaults, and TaskStore (what the registry stores with)
+//	row.go           Row, Status, Outcome; the row state machine; the registry's row queries
+//	controller.go    controller: one task — its row, runtime, transcript, worktree, the
+//	                 cancel func and sequence of its turns, the turn goroutine
+//	runner.go        turnRunner: where a turn runs (localRunner: this process)
+//	env.go           what the controllers of one registry share
+//	lifecycle.go     Lifecycle: every subagent turn, told to the command hooks
+//	                 (CommandHooks), an SDK host and the run loop alike
+//	notification.go  task_started, task_notification, the <task-notification> text
+//	retention.go     pruning settled rows (MaxRetained), releasing resident runtimes
+//	roster.go        LoadRoster and Restore: the tasks a resumed session brings back
+//	sidecar.go       Sidecar: the schema of agents/<task-id>.meta.json
+//	tasktools.go     the task tools over a Registry
+//	definitions.go   Definition, Catalog, the built-in subagent type
+//	deffile.go       agent files (.stoke/.claude/.qwen agents/*.md)
+//	worktree.go      the git worktree of an isolated agent's turn
+//	taskid.go        TaskID: generated, checked before any path is built
+//	errors.go        sentinels
+//
+// Sub-packages: store (the session directory on disk: transcripts, sidecars,
+// session.json), llm (the model vocabulary and providers), tools (workspace tools), hooks
+// (command hooks), trace (OpenTelemetry).
+//
+// # Concurrency
+//
+// Every exported method of Registry is safe for concurrent use. Launch (foreground) and
+// Collect block, under the caller's context; Send, Stop and CancelAll never wait for a
+// turn; Wait blocks until every turn has settled; Shutdown waits for every turn to end.
+//
+// Two kinds of lock, always taken in this order:
+//
+//  1. Registry.mu guards the index (tasks), the lifetime context and the closed flag, and
+//     every transition of a row into running: Launch and Send check the caps and start
+//     the turn in one critical section with it, so that Shutdown either waits for the
+//     turn or makes the launch fail, and Stop and CancelAll always reach the turn's
+//     cancel func.
+//  2. controller.mu guards one task: its row, the messages queued for its running turn,
+//     its runtime and transcript, and the cancel func of its latest turn. The transitions
+//     out of running (complete, end) happen under it alone, so the runtime's callbacks —
+//     the Inbox (Drain, Settle: claim queued messages or commit the completion,
+//     atomically), the stop hook, the progress events — never take Registry.mu.
+//
+// Nothing is called while a lock is held except row transitions, transcript writes and
+// cancel funcs: events, notifications, lifecycle calls and hooks run outside both, and a
+// sidecar write holds only its task's write lock (controller.wmu).
+//
+// One task's turns never overlap: each scheduled turn waits until the previous one has
+// finished, whichever runtime it ran on. A turn has settled once its outcome is recorded,
+// its notification delivered (Notify), the rows it pushed over MaxRetained disposed and
+// Lifecycle.TurnSettled returned; only then do Collect and Wait return for it.
+//
+// Every goroutine the registry starts is a turn: it ends when its turn has settled, its
+// context derives from the registry's lifetime (cancelled by Shutdown) or, for a
+// foreground turn, runs on the caller's goroutine; Shutdown waits for all of them.
+package agents

@@ -1,0 +1,236 @@
+package agents
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/stoke-cli/stoke/streamjson"
+)
+
+// Status of a task row.
+type Status string
+
+const (
+	StatusRunning   Status = "running"
+	StatusCompleted Status = "completed"
+	StatusFailed    Status = "failed"
+	StatusCancelled Status = "cancelled"
+	StatusPaused    Status = "paused"
+)
+
+// Terminal reports whether no turn is running or pending.
+func (s Status) Terminal() bool { return s != StatusRunning }
+
+// known reports whether s is one of the statuses above.
+func (s Status) known() bool {
+	switch s {
+	case StatusRunning, StatusCompleted, StatusFailed, StatusCancelled, StatusPaused:
+		return true
+	}
+	return false
+}
+
+// Outcome is the recorded result of a task's latest turn.
+type Outcome struct {
+	Text        string               `json:"text"`
+	Reason      string               `json:"reason"`
+	Error       string               `json:"error,omitempty"`
+	Interrupted bool                 `json:"interrupted"`
+	Usage       streamjson.TaskUsage `json:"usage"`
+	// Worktree says what became of the turn's isolated worktree, when it had one.
+	Worktree string `json:"worktree,omitempty"`
+	// Undelivered counts send_message messages queued into the turn that it ended before
+	// reading (a failed or cancelled turn): the parent is told, so nothing is lost silently.
+	Undelivered int `json:"undelivered,omitempty"`
+}
+
+// Row is a task's plain, serializable record.
+type Row struct {
+	TaskID          TaskID    `json:"task_id"`
+	Description     string    `json:"description"`
+	SubagentType    string    `json:"subagent_type"`
+	Prompt          string    `json:"prompt"`
+	Status          Status    `json:"status"`
+	Turn            int       `json:"turn"`
+	Backgrounded    bool      `json:"backgrounded"`
+	ParentSessionID string    `json:"parent_session_id"`
+	ToolUseID       string    `json:"tool_use_id"`
+	CreatedAt       time.Time `json:"created_at"`
+	UpdatedAt       time.Time `json:"updated_at"`
+	EndedAt         time.Time `json:"ended_at,omitzero"`
+	LastOutcome     Outcome   `json:"last_outcome"`
+	Interrupted     bool      `json:"interrupted"`
+	Transcript      string    `json:"transcript"`
+	// Notified: the latest turn's notification has been delivered (or none is due).
+	Notified bool `json:"notified"`
+	// BlockedReason, when set, says why the task cannot be continued.
+	BlockedReason string `json:"blocked_reason,omitempty"`
+}
+
+// The row state machine. Every change of a row's status is one of these methods:
+//
+//	(launch)  ─────────────► running
+//	running   ─complete────► completed ─continueTurn─► running (turn+1)
+//	running   ─end─────────► failed | cancelled   (never continued)
+//	(restore) ─────────────► completed | paused  ─continueTurn─► running (turn+1)
+//	running   ─failLaunch──► failed               (before the first turn ran)
+//
+// A transition into running happens only under the registry's lock (it counts against
+// the caps); the others under the task controller's. The methods only change the row:
+// persisting and announcing it is the caller's.
+
+// complete records a turn that ended with its final answer.
+func (r *Row) complete(now time.Time, final string) {
+	r.Status, r.UpdatedAt, r.EndedAt = StatusCompleted, now, now
+	r.Interrupted = false
+	r.LastOutcome = Outcome{Text: final, Reason: ReasonCompleted}
+}
+
+// end records a turn that did not complete: failed, or cancelled when interrupted.
+func (r *Row) end(now time.Time, interrupted bool, o Outcome) {
+	r.Status = StatusFailed
+	if interrupted {
+		r.Status = StatusCancelled
+	}
+	r.UpdatedAt, r.EndedAt = now, now
+	r.Interrupted = interrupted
+	o.Interrupted = interrupted
+	r.LastOutcome = o
+}
+
+// failLaunch records a launch that failed before its first turn ran; no notification is due.
+func (r *Row) failLaunch(now time.Time, err error) {
+	r.Status, r.UpdatedAt, r.EndedAt, r.Notified = StatusFailed, now, now, true
+	r.LastOutcome = Outcome{Reason: ReasonError, Error: err.Error()}
+}
+
+// continuable says why a new turn cannot start on the row (nil when it can); a running
+// row takes messages into its turn instead.
+func (r *Row) continuable() error {
+	switch r.Status {
+	case StatusFailed, StatusCancelled:
+		return fmt.Errorf("%w: task %s is %s and cannot be continued; launch a new task", ErrNotContinuable, r.TaskID, r.Status)
+	}
+	if r.BlockedReason != "" {
+		return fmt.Errorf("%w: %s", ErrNotContinuable, r.BlockedReason)
+	}
+	return nil
+}
+
+// continueTurn starts the next turn of a completed or paused row.
+func (r *Row) continueTurn(now time.Time, toolUseID string) {
+	r.Status, r.Turn, r.UpdatedAt = StatusRunning, r.Turn+1, now
+	r.Notified, r.Interrupted = false, false
+	if r.ToolUseID == "" {
+		r.ToolUseID = toolUseID
+	}
+}
+
+// countsAsBackground reports whether a running row takes a background slot: a background
+// launch, or any continuation (continuations always run in the background).
+func (r *Row) countsAsBackground() bool {
+	return r.Status == StatusRunning && (r.Backgrounded || r.Turn > 1)
+}
+
+// restored returns the row as a resume brings it back: completed rows stay completed,
+// running ones come back paused, both already notified.
+func (r Row) restored() (Row, error) {
+	switch r.Status {
+	case StatusCompleted:
+	case StatusRunning, StatusPaused:
+		r.Status = StatusPaused
+	default:
+		return Row{}, fmt.Errorf("restore: task %s is %s; only completed and running tasks are restored", r.TaskID, r.Status)
+	}
+	r.Notified = true
+	return r, nil
+}
+
+// lookup returns the controller of id.
+func (r *Registry) lookup(id TaskID) (*controller, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.tasks[id]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownTask, id)
+	}
+	return c, nil
+}
+
+// controllers returns every task's controller.
+func (r *Registry) controllers() []*controller {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]*controller, 0, len(r.tasks))
+	for _, c := range r.tasks {
+		out = append(out, c)
+	}
+	return out
+}
+
+// rows returns every row.
+func (r *Registry) rows() []Row {
+	cs := r.controllers()
+	out := make([]Row, len(cs))
+	for i, c := range cs {
+		out[i] = c.snapshot()
+	}
+	return out
+}
+
+// Get returns a snapshot of the row of id. Safe for concurrent use; it never waits for a turn.
+func (r *Registry) Get(id TaskID) (Row, bool) {
+	c, err := r.lookup(id)
+	if err != nil {
+		return Row{}, false
+	}
+	return c.snapshot(), true
+}
+
+// List returns a snapshot of every row, oldest first. Safe for concurrent use; it never
+// waits for a turn.
+func (r *Registry) List() []Row {
+	out := r.rows()
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.Before(out[j].CreatedAt)
+		}
+		return out[i].TaskID < out[j].TaskID
+	})
+	return out
+}
+
+// Running reports how many turns are running or scheduled. Safe for concurrent use.
+func (r *Registry) Running() int {
+	n := 0
+	for _, row := range r.rows() {
+		if row.Status == StatusRunning {
+			n++
+		}
+	}
+	return n
+}
+
+// Unsettled reports how many tasks are running or have a notification not yet delivered.
+// Safe for concurrent use; it drops to zero before Lifecycle.TurnSettled of the last turn.
+func (r *Registry) Unsettled() int {
+	n := 0
+	for _, row := range r.rows() {
+		if row.Status == StatusRunning || !row.Notified {
+			n++
+		}
+	}
+	return n
+}
+
+// runningBackgroundLocked counts the rows that take a background slot. Call with r.mu held.
+func (r *Registry) runningBackgroundLocked() int {
+	n := 0
+	for _, c := range r.tasks {
+		if row := c.snapshot(); row.countsAsBackground() {
+			n++
+		}
+	}
+	return n
+}

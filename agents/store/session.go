@@ -1,0 +1,293 @@
+package store
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/stoke-cli/stoke/agents/internal/fsx"
+)
+
+// The layout of a session directory. Nothing outside this package spells these names.
+const (
+	infoFile         = "session.json"  // the session's own small sidecar (Info)
+	parentTranscript = "session.jsonl" // the parent's transcript
+	agentsDir        = "agents"        // each task's transcript and sidecar
+	transcriptSuffix = ".jsonl"
+	sidecarSuffix    = ".meta.json"
+	worktreesDir     = "worktrees" // isolated agents' git worktrees
+)
+
+// ProjectKey turns a working directory into one path element: every character other than
+// a letter, a digit, '.', '_' or '-' becomes '-' (as Claude Code names its project dirs).
+func ProjectKey(cwd string) string {
+	var b strings.Builder
+	for _, r := range filepath.Clean(cwd) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('-')
+		}
+	}
+	return b.String()
+}
+
+// Info is session.json, the session's own small sidecar.
+type Info struct {
+	SessionID string    `json:"session_id"`
+	CWD       string    `json:"cwd"`
+	Model     string    `json:"model"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// ErrUnknownSession: no stored session has that id.
+var ErrUnknownSession = errors.New("unknown session")
+
+// ErrBadName: a task id handed to the store is not a safe file name.
+var ErrBadName = errors.New("not a safe file name")
+
+// ParseSessionID checks that s is a UUID before any path is built from it.
+func ParseSessionID(s string) (string, error) {
+	u, err := uuid.Parse(s)
+	if err != nil || u.String() != strings.ToLower(s) {
+		return "", fmt.Errorf("%w: %q is not a session id (a UUID)", ErrUnknownSession, s)
+	}
+	return u.String(), nil
+}
+
+// Session is one session directory: $STOKE_HOME/projects/<cwd-key>/<session-id>. It owns
+// the layout of the directory and every write into it. A Session is a path and nothing
+// else: its methods are safe for concurrent use, and two Sessions of one directory are
+// interchangeable.
+type Session struct {
+	dir string
+}
+
+// New returns the session directory of session id (already checked with ParseSessionID)
+// of working directory cwd under home. Nothing is created until something is written.
+func New(home, cwd, id string) *Session {
+	return &Session{dir: filepath.Join(home, "projects", ProjectKey(cwd), id)}
+}
+
+// At returns the session stored in directory dir (tests, benchmarks, tools that were given
+// a directory).
+func At(dir string) *Session { return &Session{dir: dir} }
+
+// String is the session directory, for messages.
+func (s *Session) String() string { return s.dir }
+
+// Exists reports whether the session has been recorded (its session.json exists).
+func (s *Session) Exists() bool {
+	_, err := os.Stat(filepath.Join(s.dir, infoFile))
+	return err == nil
+}
+
+// WriteInfo writes session.json atomically (0600; the directory 0700).
+func (s *Session) WriteInfo(info Info) error {
+	data, err := json.MarshalIndent(info, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode session info: %w", err)
+	}
+	if err := fsx.WriteFileAtomic(filepath.Join(s.dir, infoFile), append(data, '\n'), 0o600); err != nil {
+		return fmt.Errorf("write session info: %w", err)
+	}
+	return nil
+}
+
+// ReadInfo reads session.json.
+func (s *Session) ReadInfo() (Info, error) {
+	data, err := os.ReadFile(filepath.Join(s.dir, infoFile))
+	if err != nil {
+		return Info{}, fmt.Errorf("read session info: %w", err)
+	}
+	var info Info
+	if err := json.Unmarshal(data, &info); err != nil {
+		return Info{}, fmt.Errorf("decode session info %s: %w", s.dir, err)
+	}
+	return info, nil
+}
+
+// ParentTranscript is the path of the parent's transcript.
+func (s *Session) ParentTranscript() string { return filepath.Join(s.dir, parentTranscript) }
+
+// TaskTranscript is the path of task id's transcript. The id must be a safe name (the
+// agents package checks task ids before they reach the store).
+func (s *Session) TaskTranscript(id string) string {
+	return filepath.Join(s.dir, agentsDir, id+transcriptSuffix)
+}
+
+// OpenTranscript opens the transcript at path for appending (see the package function).
+func (s *Session) OpenTranscript(path string, now func() time.Time) (*Transcript, error) {
+	return OpenTranscript(path, now)
+}
+
+// ReadTranscript reads the transcript at path (see the package function).
+func (s *Session) ReadTranscript(path string) (*Loaded, error) { return ReadTranscript(path) }
+
+// sidecarPath is the path of task id's sidecar, once id is checked.
+func (s *Session) sidecarPath(id string) (string, error) {
+	if !safeName(id) {
+		return "", fmt.Errorf("%w: %q", ErrBadName, id)
+	}
+	return filepath.Join(s.dir, agentsDir, id+sidecarSuffix), nil
+}
+
+// WriteSidecar replaces task id's sidecar with data: atomically and durably (temporary
+// file, fsync, rename, directory fsync), mode 0600.
+func (s *Session) WriteSidecar(id string, data []byte) error {
+	path, err := s.sidecarPath(id)
+	if err != nil {
+		return fmt.Errorf("write sidecar: %w", err)
+	}
+	if err := fsx.WriteFileAtomic(path, data, 0o600); err != nil {
+		return fmt.Errorf("write sidecar %s: %w", id, err)
+	}
+	return nil
+}
+
+// ReadSidecar returns the content of task id's sidecar.
+func (s *Session) ReadSidecar(id string) ([]byte, error) {
+	path, err := s.sidecarPath(id)
+	if err != nil {
+		return nil, fmt.Errorf("read sidecar: %w", err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read sidecar: %w", err)
+	}
+	return data, nil
+}
+
+// SidecarNames returns the names the sidecars of the session are stored under, sorted:
+// each is a task id if the file was written by stoke (callers check), else whatever stands
+// before the suffix.
+func (s *Session) SidecarNames() ([]string, error) {
+	paths, err := filepath.Glob(filepath.Join(s.dir, agentsDir, "*"+sidecarSuffix))
+	if err != nil {
+		return nil, fmt.Errorf("list sidecars: %w", err)
+	}
+	out := make([]string, 0, len(paths))
+	for _, p := range paths {
+		out = append(out, strings.TrimSuffix(filepath.Base(p), sidecarSuffix))
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// Rel returns path relative to the session directory when it lies inside it (so that a
+// session directory stays self-contained), else path unchanged.
+func (s *Session) Rel(path string) string {
+	if rel, err := filepath.Rel(s.dir, path); err == nil && !strings.HasPrefix(rel, "..") {
+		return rel
+	}
+	return path
+}
+
+// Abs resolves a path stored relative to the session directory.
+func (s *Session) Abs(path string) string {
+	if path == "" || filepath.IsAbs(path) {
+		return path
+	}
+	return filepath.Join(s.dir, path)
+}
+
+// WorktreeDir creates (0700) and returns the directory isolated agents' worktrees are made in.
+func (s *Session) WorktreeDir() (string, error) {
+	return makeDir(filepath.Join(s.dir, worktreesDir))
+}
+
+// TempWorktreeDir creates and returns the directory for isolated agents' worktrees of a run
+// that stores nothing.
+func TempWorktreeDir() (string, error) {
+	return makeDir(filepath.Join(os.TempDir(), "stoke-worktrees"))
+}
+
+func makeDir(dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("create worktree dir: %w", err)
+	}
+	return dir, nil
+}
+
+// safeName reports whether name can be a file name in the session directory: letters,
+// digits, '-' and '_', at most 64 of them.
+func safeName(name string) bool {
+	if name == "" || len(name) > 64 {
+		return false
+	}
+	for _, r := range name {
+		if (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') && (r < '0' || r > '9') && r != '-' && r != '_' {
+			return false
+		}
+	}
+	return true
+}
+
+// Stored is a session found under a home: its directory and its session.json.
+type Stored struct {
+	*Session
+	Info Info
+}
+
+// List returns every stored session under home, newest first. Unreadable session
+// directories are skipped.
+func List(home string) ([]Stored, error) {
+	paths, err := filepath.Glob(filepath.Join(home, "projects", "*", "*", infoFile))
+	if err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	out := make([]Stored, 0, len(paths))
+	for _, p := range paths {
+		s := At(filepath.Dir(p))
+		info, err := s.ReadInfo()
+		if err != nil {
+			continue
+		}
+		out = append(out, Stored{Session: s, Info: info})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Info.UpdatedAt.After(out[j].Info.UpdatedAt) })
+	return out, nil
+}
+
+// Find returns the stored session id, looked up in cwd's project first.
+func Find(home, cwd, id string) (Stored, error) {
+	id, err := ParseSessionID(id)
+	if err != nil {
+		return Stored{}, err
+	}
+	s := New(home, cwd, id)
+	if info, err := s.ReadInfo(); err == nil {
+		return Stored{Session: s, Info: info}, nil
+	}
+	matches, _ := filepath.Glob(filepath.Join(home, "projects", "*", id, infoFile))
+	for _, m := range matches {
+		s := At(filepath.Dir(m))
+		if info, err := s.ReadInfo(); err == nil {
+			return Stored{Session: s, Info: info}, nil
+		}
+	}
+	return Stored{}, fmt.Errorf("%w: no stored session %s under %s", ErrUnknownSession, id, home)
+}
+
+// Latest returns the most recently updated session of cwd.
+func Latest(home, cwd string) (Stored, error) {
+	all, err := List(home)
+	if err != nil {
+		return Stored{}, err
+	}
+	for _, s := range all {
+		if filepath.Clean(s.Info.CWD) == filepath.Clean(cwd) {
+			return s, nil
+		}
+	}
+	return Stored{}, fmt.Errorf("%w: no stored session for %s", ErrUnknownSession, cwd)
+}

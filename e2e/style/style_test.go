@@ -1,0 +1,401 @@
+// Package style turns house rules of the whiteboard (STYLE.md) into a test, so that they
+// are kept by CI rather than by hand: the direction of imports between packages, no
+// package-level state, a doc for every package, and the shape the agents and headless
+// packages were given (a registry.go that stays small, a controller with methods of its
+// own, an SDK host that imports nothing of headless).
+package style
+
+import (
+	"bufio"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// pkg is one directory of Go files of the module.
+type pkg struct {
+	rel   string // the import path relative to the module ("" for the module's root)
+	files map[string]*ast.File
+	// imports maps each import of the module's own packages (relative) to the first
+	// non-test file that imports it.
+	imports map[string]string
+	doc     bool // a file (a non-test one, unless the package is only tests) has a package doc
+}
+
+// loadModule parses every Go file of the module, test files included, with comments.
+func loadModule(t *testing.T) (root, module string, pkgs map[string]*pkg) {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	module = modulePath(t, filepath.Join(root, "go.mod"))
+	pkgs = map[string]*pkg{}
+	fset := token.NewFileSet()
+	nonTestDoc := map[string]bool{}
+	testDoc := map[string]bool{}
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if path != root && (name == "testdata" || name == "node_modules" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(name, ".go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ParseComments)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, filepath.Dir(path))
+		rel = filepath.ToSlash(rel)
+		if rel == "." {
+			rel = ""
+		}
+		p := pkgs[rel]
+		if p == nil {
+			p = &pkg{rel: rel, files: map[string]*ast.File{}, imports: map[string]string{}}
+			pkgs[rel] = p
+		}
+		isTest := strings.HasSuffix(name, "_test.go")
+		fileRel := filepath.ToSlash(filepath.Join(rel, name))
+		p.files[fileRel] = f
+		if isTest {
+			testDoc[rel] = testDoc[rel] || f.Doc != nil
+			return nil
+		}
+		nonTestDoc[rel] = nonTestDoc[rel] || f.Doc != nil
+		for _, imp := range f.Imports {
+			ip, _ := strconv.Unquote(imp.Path.Value)
+			if ip == module || strings.HasPrefix(ip, module+"/") {
+				dep := strings.TrimPrefix(strings.TrimPrefix(ip, module), "/")
+				if _, seen := p.imports[dep]; !seen {
+					p.imports[dep] = fileRel
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rel, p := range pkgs {
+		onlyTests := true
+		for name := range p.files {
+			if !strings.HasSuffix(name, "_test.go") {
+				onlyTests = false
+			}
+		}
+		p.doc = nonTestDoc[rel] || (onlyTests && testDoc[rel])
+	}
+	return root, module, pkgs
+}
+
+func modulePath(t *testing.T, gomod string) string {
+	t.Helper()
+	f, err := os.Open(gomod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if m, ok := strings.CutPrefix(sc.Text(), "module "); ok {
+			return strings.TrimSpace(m)
+		}
+	}
+	t.Fatal("go.mod names no module")
+	return ""
+}
+
+// matches reports whether the package rel is matched by pattern: a package ("agents"),
+// or a package and everything below it ("agents/..."), or everything ("...").
+func matches(pattern, rel string) bool {
+	if pattern == "..." {
+		return true
+	}
+	if tree, ok := strings.CutSuffix(pattern, "/..."); ok {
+		return rel == tree || strings.HasPrefix(rel, tree+"/")
+	}
+	return rel == pattern
+}
+
+func matchesAny(patterns []string, rel string) bool {
+	return slices.ContainsFunc(patterns, func(p string) bool { return matches(p, rel) })
+}
+
+// importRule forbids the packages from to import the packages to, except the packages
+// except. Importing a package below oneself is always allowed.
+type importRule struct {
+	from, to []string
+	except   []string
+	why      string
+}
+
+// importRules are the import direction of the whiteboard: cmd → headless → agents →
+// (agents/llm, agents/tools, streamjson, ...). Nothing imports cmd or headless from below.
+func importRules() []importRule {
+	return []importRule{
+		{from: []string{"..."}, to: []string{"cmd/..."}, except: []string{""},
+			why: "nothing imports cmd: only main does"},
+		{from: []string{"..."}, to: []string{"headless/..."}, except: []string{"", "cmd/..."},
+			why: "nothing imports headless from below (only cmd and main are above it)"},
+		{from: []string{"headless/sdkhost/..."}, to: []string{"headless/..."}, except: []string{"headless/sdkhost/..."},
+			why: "the SDK host imports nothing of headless"},
+		{from: []string{"agents/tools/...", "agents/hooks/...", "agents/trace/...", "streamjson/..."}, to: []string{"agents", "agents/store/..."},
+			why: "tools, hooks, trace and streamjson sit below agents"},
+		{from: []string{"agents/llm/..."}, to: []string{"streamjson/..."},
+			why: "providers do not import streamjson: the runtime turns model events into stream events"},
+		{from: []string{"agents/llm"}, to: []string{"agents/..."},
+			why: "the model vocabulary imports nothing of agents"},
+	}
+}
+
+// forbidden returns why the package from may not import dep ("" when it may).
+func forbidden(from, dep string) string {
+	if from != "" && strings.HasPrefix(dep, from+"/") {
+		return "" // downward, into one's own tree
+	}
+	for _, r := range importRules() {
+		if matchesAny(r.from, from) && matchesAny(r.to, dep) && !matchesAny(r.except, from) {
+			return r.why
+		}
+	}
+	return ""
+}
+
+func TestImportDirection(t *testing.T) {
+	t.Parallel()
+	_, _, pkgs := loadModule(t)
+	checked := 0
+	for _, p := range sorted(pkgs) {
+		for dep, file := range p.imports {
+			checked++
+			if why := forbidden(p.rel, dep); why != "" {
+				t.Errorf("%s imports %s: %s", file, dep, why)
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no import of the module's own packages found: the walk found nothing")
+	}
+}
+
+// TestImportRulesBite makes sure each rule forbids what it says, on made-up imports.
+func TestImportRulesBite(t *testing.T) {
+	t.Parallel()
+	cases := map[[2]string]bool{
+		{"agents", "headless"}:                  true,
+		{"agents/store", "cmd"}:                 true,
+		{"headless", "cmd"}:                     true,
+		{"headless/sdkhost", "headless"}:        true,
+		{"agents/tools", "agents"}:              true,
+		{"streamjson", "agents"}:                true,
+		{"agents/hooks", "agents/store"}:        true,
+		{"agents/llm/openai", "streamjson"}:     true,
+		{"agents/llm", "agents/tools"}:          true,
+		{"cmd", "headless"}:                     false,
+		{"", "cmd"}:                             false,
+		{"headless", "headless/sdkhost"}:        false,
+		{"headless/sdkhost", "agents"}:          false,
+		{"agents", "agents/store"}:              false,
+		{"agents/tools", "agents/llm"}:          false,
+		{"streamjson", "agents/llm"}:            false,
+		{"agents/llm/openai", "agents/llm"}:     false,
+		{"agents/store", "agents/internal/fsx"}: false,
+	}
+	for pair, want := range cases {
+		from, dep := pair[0], pair[1]
+		if got := forbidden(from, dep) != ""; got != want {
+			t.Errorf("%q importing %q: forbidden = %v, want %v", from, dep, got, want)
+		}
+	}
+}
+
+// Package-level variables are state shared by every caller; the only ones allowed are
+// the kinds that are never written: sentinel errors, compiled regular expressions and
+// interface assertions (var _ I = ...).
+func TestNoPackageState(t *testing.T) {
+	t.Parallel()
+	_, _, pkgs := loadModule(t)
+	for _, p := range sorted(pkgs) {
+		for name, f := range p.files {
+			if strings.HasSuffix(name, "_test.go") {
+				continue
+			}
+			for _, d := range f.Decls {
+				gd, ok := d.(*ast.GenDecl)
+				if !ok || gd.Tok != token.VAR {
+					continue
+				}
+				for _, spec := range gd.Specs {
+					vs := spec.(*ast.ValueSpec)
+					for i, id := range vs.Names {
+						if why := allowedVar(id, vs, i); why != "" {
+							t.Errorf("%s: package-level var %s: %s", name, id.Name, why)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// allowedVar says why the i-th name of a var spec is not an allowed package-level var
+// ("" when it is).
+func allowedVar(id *ast.Ident, vs *ast.ValueSpec, i int) string {
+	if id.Name == "_" {
+		return "" // an interface assertion
+	}
+	if i >= len(vs.Values) {
+		return "declared without a value: it is state"
+	}
+	call, ok := vs.Values[i].(*ast.CallExpr)
+	if !ok {
+		return "only sentinel errors, regexps and interface assertions may be package-level vars"
+	}
+	switch callee(call) {
+	case "errors.New", "fmt.Errorf":
+		if strings.HasPrefix(id.Name, "Err") || strings.HasPrefix(id.Name, "err") {
+			return ""
+		}
+		return "a sentinel error is named Err… (or err…)"
+	case "regexp.MustCompile":
+		return ""
+	}
+	return "only sentinel errors, regexps and interface assertions may be package-level vars"
+}
+
+func callee(call *ast.CallExpr) string {
+	sel, ok := call.Fun.(*ast.SelectorExpr)
+	if !ok {
+		return ""
+	}
+	x, ok := sel.X.(*ast.Ident)
+	if !ok {
+		return ""
+	}
+	return x.Name + "." + sel.Sel.Name
+}
+
+func TestAllowedVarKinds(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		src  string
+		want bool
+	}{
+		{`var ErrX = errors.New("x")`, true},
+		{`var errY = fmt.Errorf("y: %w", ErrX)`, true},
+		{`var re = regexp.MustCompile("a")`, true},
+		{`var _ io.Reader = (*T)(nil)`, true},
+		{`var cache = map[string]int{}`, false},
+		{`var count int`, false},
+		{`var Default = New()`, false},
+		{`var notAnError = errors.New("x")`, false},
+	}
+	for _, tt := range tests {
+		f, err := parser.ParseFile(token.NewFileSet(), "x.go", "package x\n"+tt.src, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vs := f.Decls[0].(*ast.GenDecl).Specs[0].(*ast.ValueSpec)
+		if got := allowedVar(vs.Names[0], vs, 0) == ""; got != tt.want {
+			t.Errorf("%s: allowed = %v, want %v", tt.src, got, tt.want)
+		}
+	}
+}
+
+// Every package says what it is for (go doc shows it).
+func TestEveryPackageHasADoc(t *testing.T) {
+	t.Parallel()
+	_, _, pkgs := loadModule(t)
+	for _, p := range sorted(pkgs) {
+		if !p.doc {
+			name := p.rel
+			if name == "" {
+				name = "the module's root"
+			}
+			t.Errorf("package %s has no package doc comment", name)
+		}
+	}
+}
+
+// The targets of the refactor that gave the registry and the SDK host their seams.
+func TestShapeTargets(t *testing.T) {
+	t.Parallel()
+	root, _, pkgs := loadModule(t)
+	const maxRegistryLines = 400
+	if n := countLines(t, filepath.Join(root, "agents", "registry.go")); n >= maxRegistryLines {
+		t.Errorf("agents/registry.go has %d lines, want fewer than %d: give the new part a file of its own", n, maxRegistryLines)
+	}
+	controller := pkgs["agents"].files["agents/controller.go"]
+	if controller == nil {
+		t.Fatal("agents/controller.go not found")
+	}
+	methods := 0
+	for _, d := range controller.Decls {
+		fd, ok := d.(*ast.FuncDecl)
+		if !ok || fd.Recv == nil {
+			continue
+		}
+		switch receiver(fd) {
+		case "Registry":
+			t.Errorf("agents/controller.go: (*Registry).%s: the controller's file holds the controller's methods", fd.Name.Name)
+		case "controller":
+			methods++
+		}
+	}
+	if methods == 0 {
+		t.Error("agents/controller.go declares no controller methods")
+	}
+	sdkhost := pkgs["headless/sdkhost"]
+	if sdkhost == nil {
+		t.Fatal("headless/sdkhost not found")
+	}
+	for dep, file := range sdkhost.imports {
+		if matches("headless/...", dep) && !matches("headless/sdkhost/...", dep) {
+			t.Errorf("%s imports %s: the SDK host imports nothing of headless", file, dep)
+		}
+	}
+}
+
+func receiver(fd *ast.FuncDecl) string {
+	typ := fd.Recv.List[0].Type
+	if star, ok := typ.(*ast.StarExpr); ok {
+		typ = star.X
+	}
+	if id, ok := typ.(*ast.Ident); ok {
+		return id.Name
+	}
+	return ""
+}
+
+func countLines(t *testing.T, path string) int {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(data), "\n")
+}
+
+func sorted(pkgs map[string]*pkg) []*pkg {
+	out := make([]*pkg, 0, len(pkgs))
+	for _, p := range pkgs {
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b *pkg) int { return strings.Compare(a.rel, b.rel) })
+	return out
+}
