@@ -7,12 +7,10 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/stoke-cli/stoke/agents/llm/price"
-	"github.com/stoke-cli/stoke/agents/trace"
 	"github.com/stoke-cli/stoke/headless"
 )
 
@@ -93,23 +91,12 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, runF RunFunc
 	if claude.noPersistence && cfg.Resume == "" && !cfg.Continue {
 		opts.Home = "" // --no-session-persistence: nothing is written under $STOKE_HOME
 	}
-	tracing, err := trace.Setup(ctx, trace.Config{
-		OTLPEndpoint: trace.EndpointFromEnv(deps.LookupEnv), Headers: trace.HeadersFromEnv(deps.LookupEnv), File: cfg.TraceFile,
-		ServiceName: "stoke", ServiceVersion: deps.Version,
-	})
+	tracer, stopTelemetry, err := setupTelemetry(ctx, deps, cfg, opts.Prices, logger)
 	if err != nil {
-		return usageErrorf("tracing: %v", err)
+		return err
 	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if err := tracing.Shutdown(sctx); err != nil {
-			logger.Warn("flush traces", "err", err)
-		}
-	}()
-	if tracing.Enabled() {
-		opts.Tracer = tracing.Tracer()
-	}
+	defer stopTelemetry()
+	opts.Tracer = tracer
 	logger.Debug("starting run", "session_id", sessionID, "cwd", cwd, "home", home, "config", cfg)
 	return runF(ctx, opts)
 }
