@@ -552,8 +552,9 @@ type SendResult struct {
 }
 
 // Send delivers message to id: queued into a running turn, or a new turn of a completed task
-// (on its resident runtime if there is one, else revived from its transcript).
-func (r *Registry) Send(id TaskID, message, toolUseID string) (SendResult, error) {
+// (on its resident runtime if there is one, else revived from its transcript). ctx is the
+// caller's: it is not the new turn's context, only the span its trace links to.
+func (r *Registry) Send(ctx context.Context, id TaskID, message, toolUseID string) (SendResult, error) {
 	msg := llm.UserText(message)
 	r.mu.Lock()
 	e, ok := r.entries[id]
@@ -596,7 +597,7 @@ func (r *Registry) Send(id TaskID, message, toolUseID string) (SendResult, error
 	e.row.Status, e.row.Turn, e.row.UpdatedAt = StatusRunning, e.row.Turn+1, now
 	e.row.Notified, e.row.Interrupted, e.row.ToolUseID = false, false, firstNonEmpty(e.row.ToolUseID, toolUseID)
 	e.done = make(chan struct{})
-	t := turn{n: e.row.Turn, instruction: message, msg: &msg, toolUseID: toolUseID, continuation: kind, background: true, done: e.done}
+	t := turn{n: e.row.Turn, instruction: message, msg: &msg, toolUseID: toolUseID, continuation: kind, background: true, done: e.done, caller: trace.SpanContextFrom(ctx)}
 	row := e.row
 	r.startTurnLocked(c, e, t)
 	r.mu.Unlock()
