@@ -91,6 +91,9 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, runF RunFunc
 	if claude.noPersistence && cfg.Resume == "" && !cfg.Continue {
 		opts.Home = "" // --no-session-persistence: nothing is written under $STOKE_HOME
 	}
+	if opts.Prices, err = checkPrices(opts.Prices, opts.ModelName, opts.SDK.MaxBudgetUSD, logger); err != nil {
+		return err
+	}
 	tracer, stopTelemetry, err := setupTelemetry(ctx, deps, cfg, opts.Prices, logger)
 	if err != nil {
 		return err
