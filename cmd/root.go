@@ -157,6 +157,7 @@ api-key in a settings file.`,
 	addClaudeFlags(cmd.Flags())
 
 	cmd.AddCommand(NewCmdVersion(deps))
+	cmd.AddCommand(NewCmdCompletion(deps))
 	cmd.AddCommand(NewCmdSessions(deps, nil))
 	cmd.AddCommand(NewCmdAgents(deps, nil))
 	return cmd
