@@ -21,6 +21,7 @@ import (
 	"github.com/stoke-cli/stoke/agents/hooks"
 	"github.com/stoke-cli/stoke/agents/llm/price"
 	"github.com/stoke-cli/stoke/headless"
+	"github.com/stoke-cli/stoke/headless/progress"
 )
 
 // Approval modes.
@@ -64,6 +65,7 @@ type Config struct {
 	Debug              bool          `mapstructure:"debug"`
 	LogLevel           string        `mapstructure:"log-level"`
 	TraceFile          string        `mapstructure:"trace-file"`
+	Progress           string        `mapstructure:"progress"`
 
 	// Per-run values: flags and STOKE_* environment only; a settings file cannot set them.
 	Prompt    string `mapstructure:"prompt"`
@@ -153,6 +155,7 @@ func settings() []setting {
 		{key: "debug", kind: kindBool, flag: true, def: false},
 		{key: "log-level", kind: kindString},
 		{key: "trace-file", kind: kindString, flag: true},
+		{key: "progress", kind: kindString, flag: true, def: progress.ModeAuto},
 		{key: "prices", kind: kindMap},
 		{key: "hooks", kind: kindMap},
 	}
@@ -459,6 +462,7 @@ func (c *Config) validate() (slog.Level, error) {
 		{"input-format", c.InputFormat, []string{headless.InputText, headless.InputStreamJSON}},
 		{"approval-mode", c.ApprovalMode, []string{approvalPlan, approvalDefault, approvalAutoEdit, approvalYolo}},
 		{"background-on-exit", c.BackgroundOnExit, []string{backgroundWait, backgroundCancel}},
+		{"progress", c.Progress, progress.Modes},
 	}
 	for _, e := range enums {
 		if !slices.Contains(e.allowed, e.val) {

@@ -39,7 +39,8 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, runF RunFunc
 	if err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewTextHandler(deps.ErrOut, &slog.HandlerOptions{Level: level}))
+	prog := newProgress(deps, cfg)
+	logger := slog.New(slog.NewTextHandler(prog.Writer(), &slog.HandlerOptions{Level: level}))
 	for _, k := range ignored {
 		logger.Warn("settings key ignored", "file", k.file, "key", k.key, "reason", k.reason)
 	}
@@ -100,6 +101,7 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, runF RunFunc
 	}
 	defer stopTelemetry()
 	opts.Tracer = tracer
+	defer attachProgress(prog, deps, &opts)()
 	logger.Debug("starting run", "session_id", sessionID, "cwd", cwd, "home", home, "config", cfg)
 	return runF(ctx, opts)
 }

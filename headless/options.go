@@ -9,6 +9,7 @@ import (
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/llm/price"
 	"github.com/stoke-cli/stoke/agents/trace"
+	"github.com/stoke-cli/stoke/streamjson"
 )
 
 // Output formats.
@@ -75,6 +76,10 @@ type Options struct {
 	Prices price.Table
 	// Bare skips project settings and the post-restore reminder.
 	Bare bool
+	// Observe, when set, sees every event of the run as it is emitted, whatever the
+	// output format (the progress reporter). It must be safe for concurrent use and
+	// must not block.
+	Observe func(streamjson.Event)
 	// SDK holds the Claude Code options a Claude Agent SDK host passes (sdk.go).
 	SDK SDKOptions
 }

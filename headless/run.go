@@ -244,6 +244,9 @@ func (s *session) emit(ev streamjson.Event) {
 		s.opts.Logger.Debug("write event", "err", err)
 	}
 	s.observe(ev)
+	if s.opts.Observe != nil {
+		s.opts.Observe(ev)
+	}
 }
 
 func (s *session) close() {
