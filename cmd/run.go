@@ -95,7 +95,7 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, runF RunFunc
 	if opts.Prices, err = checkPrices(opts.Prices, opts.ModelName, opts.SDK.MaxBudgetUSD, logger); err != nil {
 		return err
 	}
-	tracer, stopTelemetry, err := setupTelemetry(ctx, deps, cfg, opts.Prices, logger)
+	tracer, stopTelemetry, err := setupTelemetry(ctx, deps, cfg, opts.Prices, logger, prog.Writer())
 	if err != nil {
 		return err
 	}

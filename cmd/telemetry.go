@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"time"
 
@@ -15,11 +16,12 @@ const (
 	anthropicDefaultURL = "https://api.anthropic.com"
 )
 
-// setupTelemetry starts the exporters that --trace-file and the OTEL_* variables ask for.
+// setupTelemetry starts the exporters that --trace-file and the OTEL_* variables ask for;
+// console exporters write to console (stderr, through the progress line).
 // A malformed OTEL_* value is a usage error. The returned stop flushes them, within
 // trace.FlushTimeout, and must run before the process exits.
-func setupTelemetry(ctx context.Context, deps *Deps, cfg *Config, prices price.Table, logger *slog.Logger) (trace.Tracer, func(), error) {
-	tc, err := trace.ConfigFromEnv(deps.LookupEnv, deps.ErrOut)
+func setupTelemetry(ctx context.Context, deps *Deps, cfg *Config, prices price.Table, logger *slog.Logger, console io.Writer) (trace.Tracer, func(), error) {
+	tc, err := trace.ConfigFromEnv(deps.LookupEnv, console)
 	if err != nil {
 		return nil, nil, usageErrorf("telemetry: %v", err)
 	}
