@@ -1,14 +1,11 @@
 package cmd
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/base64"
 	"encoding/hex"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,11 +13,9 @@ import (
 	"testing"
 
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
 
+	"github.com/stoke-cli/stoke/agents/trace/otlptest"
 	"github.com/stoke-cli/stoke/headless"
 )
 
@@ -60,28 +55,13 @@ func TestTelemetryOfARun(t *testing.T) {
 	}
 
 	var fromFile []*tracepb.Span
-	f, err := os.Open(traceFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 16<<20)
-	for sc.Scan() {
-		req := &coltracepb.ExportTraceServiceRequest{}
-		if err := protojson.Unmarshal(sc.Bytes(), req); err != nil {
-			t.Fatalf("trace file line does not decode: %v", err)
-		}
-		fromFile = append(fromFile, runSpans(t, req, true)...)
+	for _, req := range otlptest.ReadTraceFile(t, traceFile) {
+		fromFile = append(fromFile, runSpans(t, req)...)
 	}
 	var fromOTLP []*tracepb.Span
 	mu.Lock()
 	for _, b := range bodies {
-		req := &coltracepb.ExportTraceServiceRequest{}
-		if err := proto.Unmarshal(b, req); err != nil {
-			t.Fatalf("OTLP body does not decode: %v", err)
-		}
-		fromOTLP = append(fromOTLP, runSpans(t, req, false)...)
+		fromOTLP = append(fromOTLP, runSpans(t, otlptest.DecodeTraces(t, b, otlptest.Protobuf))...)
 	}
 	mu.Unlock()
 	if len(fromFile) == 0 || len(fromFile) != len(fromOTLP) {
@@ -97,36 +77,15 @@ func TestTelemetryOfARun(t *testing.T) {
 	checkRunSpans(t, fromFile)
 }
 
-// runSpans checks the resource and returns the spans; JSON ids (hex, which protojson read
-// as base64) are turned back into bytes.
-func runSpans(t *testing.T, req *coltracepb.ExportTraceServiceRequest, jsonIDs bool) []*tracepb.Span {
+// runSpans checks the resource and returns the spans.
+func runSpans(t *testing.T, req *coltracepb.ExportTraceServiceRequest) []*tracepb.Span {
 	t.Helper()
-	fix := func(b []byte) []byte {
-		if !jsonIDs || len(b) == 0 {
-			return b
-		}
-		raw, err := hex.DecodeString(base64.StdEncoding.EncodeToString(b))
-		if err != nil {
-			t.Fatalf("id is not hex: %v", err)
-		}
-		return raw
-	}
-	var out []*tracepb.Span
 	for _, rs := range req.ResourceSpans {
 		if got := attrMap(rs.Resource.Attributes)["service.name"].GetStringValue(); got != "stoke" {
 			t.Errorf("service.name = %q", got)
 		}
-		for _, ss := range rs.ScopeSpans {
-			for _, s := range ss.Spans {
-				s.TraceId, s.SpanId, s.ParentSpanId = fix(s.TraceId), fix(s.SpanId), fix(s.ParentSpanId)
-				for _, l := range s.Links {
-					l.TraceId, l.SpanId = fix(l.TraceId), fix(l.SpanId)
-				}
-				out = append(out, s)
-			}
-		}
 	}
-	return out
+	return otlptest.Spans(req)
 }
 
 func spanKeys(spans []*tracepb.Span) string {
@@ -208,10 +167,4 @@ func checkRunSpans(t *testing.T, spans []*tracepb.Span) {
 	}
 }
 
-func attrMap(attrs []*commonpb.KeyValue) map[string]*commonpb.AnyValue {
-	out := make(map[string]*commonpb.AnyValue, len(attrs))
-	for _, a := range attrs {
-		out[a.Key] = a.Value
-	}
-	return out
-}
+var attrMap = otlptest.Attrs

@@ -44,10 +44,7 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 func TestSetupOTLP(t *testing.T) {
 	t.Setenv("OTEL_SERVICE_NAME", "")
 	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "")
-	for _, tc := range []struct{ protocol, contentType string }{
-		{ProtocolHTTPProtobuf, "application/x-protobuf"},
-		{ProtocolHTTPJSON, "application/json"},
-	} {
+	for _, tc := range protocols {
 		t.Run(tc.protocol, func(t *testing.T) {
 			col := newCollector(t)
 			tr := mustSetup(t, Config{
@@ -234,10 +231,7 @@ func hungServer(t *testing.T) string {
 // TestMetrics: the chat spans become gen_ai.client.token.usage,
 // gen_ai.client.operation.duration and stoke.client.cost, sent once at Shutdown.
 func TestMetrics(t *testing.T) {
-	for _, tc := range []struct{ protocol, contentType string }{
-		{ProtocolHTTPProtobuf, "application/x-protobuf"},
-		{ProtocolHTTPJSON, "application/json"},
-	} {
+	for _, tc := range protocols {
 		t.Run(tc.protocol, func(t *testing.T) {
 			col := newCollector(t)
 			tr := mustSetup(t, Config{
