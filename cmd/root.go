@@ -186,8 +186,8 @@ func addRunFlags(f *pflag.FlagSet) {
 	f.Bool("bare", false, "no project settings, no post-restore reminder")
 	f.Bool("verbose", false, "accepted for compatibility with Claude Code's stream-json usage")
 	f.Bool("debug", false, "log debug diagnostics on stderr (else STOKE_LOG_LEVEL, default warn)")
+	f.String("trace-file", "", "write OpenTelemetry spans to `FILE` as OTLP JSON, one ExportTraceServiceRequest per line (OTEL_* variables export over OTLP: docs/observability.md)")
 	f.String("progress", progress.ModeAuto, "progress on stderr: auto (a live status line when stderr is a terminal) | plain (a line per agent event, a heartbeat every 10s) | off")
-	f.String("trace-file", "", "write one OpenTelemetry trace per agent turn, as JSON lines, to `FILE` (OTEL_EXPORTER_OTLP_ENDPOINT exports over OTLP)")
 }
 
 // buildVersion is the main module's version from the build info, or devVersion.
