@@ -2,6 +2,7 @@ package trace
 
 import (
 	"io"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -110,5 +111,29 @@ func TestTimeoutBoundsExport(t *testing.T) {
 	}
 	if err := reported(); err == nil || !strings.Contains(err.Error(), "deadline") {
 		t.Errorf("reported %v, want the deadline", err)
+	}
+}
+
+// TestResourceFromEnv: OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES override the
+// resource, as in every OpenTelemetry SDK.
+func TestResourceFromEnv(t *testing.T) {
+	t.Setenv("OTEL_SERVICE_NAME", "ci-agent")
+	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment.name=ci,service.namespace=build")
+	path := filepath.Join(t.TempDir(), "trace.jsonl")
+	tr := mustSetup(t, Config{File: path, ServiceName: "stoke", ServiceVersion: "1.0.0"})
+	_, span := StartTurn(t.Context(), tr.Tracer(), TurnInfo{Agent: "parent", Turn: 1})
+	EndTurn(span, "completed", nil)
+	shutdown(t, tr)
+	reqs := readTraceFile(t, path)
+	if len(reqs) != 1 {
+		t.Fatalf("%d lines", len(reqs))
+	}
+	a := kv(reqs[0].ResourceSpans[0].Resource.Attributes)
+	for k, want := range map[string]string{
+		"service.name": "ci-agent", "service.version": "1.0.0", "deployment.environment.name": "ci", "service.namespace": "build",
+	} {
+		if got := a[k].GetStringValue(); got != want {
+			t.Errorf("resource %s = %q, want %q", k, got, want)
+		}
 	}
 }
