@@ -6,19 +6,34 @@ BIN     := bin/stoke
 PKGS    := ./...
 FUZZTIME ?= 3s
 
-.PHONY: all build test unit e2e sdk-deps sdk-test mcp-deps fuzz bench demo lint clean
+.PHONY: all build test unit e2e sdk-deps sdk-test mcp-deps test-deps release-check fuzz bench demo lint clean
 
 all: build
 
 build:
 	$(GO) build -o $(BIN) .
 
-# Everything CI runs: vet, staticcheck, the Claude Agent SDK suite, the race-enabled tests
-# of every other package (e2e included), and short fuzz runs of the readers of untrusted
-# input and of the permission rule matcher.
-test: lint sdk-test mcp-deps
+# Everything CI runs: vet, staticcheck, the release configuration check, the Claude Agent
+# SDK suite, the race-enabled tests of every other package (e2e included), and short fuzz
+# runs of the readers of untrusted input and of the permission rule matcher.
+test: lint release-check sdk-test mcp-deps test-deps
 	$(GO) test -race -count=1 -shuffle=on $$($(GO) list $(PKGS) | grep -v /e2e/sdk$$)
 	$(MAKE) fuzz
+
+# What the tests need from Debian: tmux, for the progress line in a real terminal
+# (e2e TestProgressInTerminal). Installed when missing and we are root (CI); otherwise
+# that one test skips and says why.
+test-deps:
+	@command -v tmux >/dev/null 2>&1 || { \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null; \
+		else echo "tmux is missing and cannot be installed here: TestProgressInTerminal will skip"; fi; }
+
+# goreleaser check on .goreleaser.yaml, run through `go tool` from its own modfile
+# (.ci/goreleaser.mod) so that goreleaser's large dependency tree stays out of go.mod. The
+# first run builds goreleaser (about 2 minutes on 2 cores); later runs use the cache.
+release-check:
+	$(GO) tool -modfile=.ci/goreleaser.mod goreleaser check
 
 unit:
 	$(GO) test -race -count=1 -shuffle=on $$($(GO) list ./... | grep -v /e2e)

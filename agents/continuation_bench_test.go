@@ -67,7 +67,7 @@ func benchRegistry(b *testing.B, n int, typ string) (*Registry, TaskID) {
 }
 
 func continueOnce(b *testing.B, reg *Registry, id TaskID, want string) {
-	res, err := reg.Send(id, "next", "call")
+	res, err := reg.Send(context.Background(), id, "next", "call")
 	if err != nil {
 		b.Fatal(err)
 	}

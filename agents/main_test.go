@@ -224,7 +224,7 @@ func (h *harness) collect(id TaskID) Row {
 
 func (h *harness) send(id TaskID, msg string) SendResult {
 	h.t.Helper()
-	res, err := h.reg.Send(id, msg, "call_send")
+	res, err := h.reg.Send(context.Background(), id, msg, "call_send")
 	if err != nil {
 		h.t.Fatalf("Send %s: %v", id, err)
 	}

@@ -145,8 +145,9 @@ type SendResult struct {
 // task (on its resident runtime if there is one, else revived from its transcript),
 // scheduled after the task's previous turn has finished. It never waits for a turn: the
 // check and the transition happen in one critical section of the registry's lock, so a
-// message is queued into exactly one turn or starts exactly one.
-func (r *Registry) Send(id TaskID, message, toolUseID string) (SendResult, error) {
+// message is queued into exactly one turn or starts exactly one. ctx is the caller's: it
+// is not the new turn's context, only the span its trace links to.
+func (r *Registry) Send(ctx context.Context, id TaskID, message, toolUseID string) (SendResult, error) {
 	r.mu.Lock()
 	c, ok := r.tasks[id]
 	if !ok {
@@ -173,6 +174,7 @@ func (r *Registry) Send(id TaskID, message, toolUseID string) (SendResult, error
 		return SendResult{}, fmt.Errorf("%w: %d background agents are already running; wait for one to finish, then send again", ErrNoSlot, r.cfg.MaxBackground)
 	}
 	t, kind := c.continueTurn(r.cfg.Now().UTC(), message, toolUseID)
+	t.caller = trace.SpanContextFrom(ctx)
 	tctx, t := c.schedule(r.ctx, t)
 	r.wg.Add(1)
 	r.mu.Unlock()

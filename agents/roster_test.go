@@ -214,11 +214,11 @@ rules:
 	if !strings.Contains(list.Content, `"task_id":"`+string(tid(7))+`","description":"d `+string(tid(7))+`","subagent_type":"general-purpose","status":"completed","turn":1,"continuable":false,"blocked_reason":"its transcript is missing"`) {
 		t.Errorf("list_agents = %s", list.Content)
 	}
-	if _, err := reg.Send(tid(7), "hi", "c0"); !errors.Is(err, ErrNotContinuable) || !strings.Contains(err.Error(), "transcript is missing") {
+	if _, err := reg.Send(context.Background(), tid(7), "hi", "c0"); !errors.Is(err, ErrNotContinuable) || !strings.Contains(err.Error(), "transcript is missing") {
 		t.Errorf("send to blocked row: %v", err)
 	}
 	// A compatible restored row is revived and answers from its history.
-	res, err := reg.Send(tid(1), "What was the nonce?", "c1")
+	res, err := reg.Send(context.Background(), tid(1), "What was the nonce?", "c1")
 	if err != nil || res.Continuation != streamjson.ContinuationRevived || res.Row.Turn != 2 {
 		t.Fatalf("send = %+v, %v", res, err)
 	}

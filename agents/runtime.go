@@ -286,13 +286,14 @@ func (r *Runtime) call(ctx context.Context, partial *string) (_ llm.Message, err
 	}
 	callStart := r.cfg.Now()
 	var (
-		text   strings.Builder
-		blocks []llm.Block
-		done   llm.Event
-		seen   bool
+		text    strings.Builder
+		blocks  []llm.Block
+		done    llm.Event
+		seen    bool
+		content []llm.Block
 	)
-	ctx, span := trace.StartModelCall(ctx, r.cfg.Tracer, r.cfg.ModelName)
-	defer func() { trace.EndModelCall(span, done.Usage, done.StopReason, err) }()
+	ctx, span := trace.StartModelCall(ctx, r.cfg.Tracer, req)
+	defer func() { trace.EndModelCall(span, done, content, err) }()
 	for ev, err := range r.cfg.Model.Generate(ctx, req) {
 		if err != nil {
 			r.stats.APIDuration += r.cfg.Now().Sub(callStart)
@@ -333,7 +334,7 @@ func (r *Runtime) call(ctx context.Context, partial *string) (_ llm.Message, err
 	}
 	r.stats.ModelCalls++
 	r.stats.Usage = r.stats.Usage.Add(done.Usage)
-	content := blocks
+	content = blocks
 	if text.Len() > 0 {
 		content = append([]llm.Block{llm.TextBlock(text.String())}, blocks...)
 	}

@@ -64,7 +64,7 @@ func TestFinishingWindowStress(t *testing.T) {
 				var sw sync.WaitGroup
 				for s := range senders {
 					sw.Go(func() {
-						res, err := h.reg.Send(ids[i], token(i, r, s), "call_send")
+						res, err := h.reg.Send(context.Background(), ids[i], token(i, r, s), "call_send")
 						if err != nil {
 							t.Errorf("agent %d: Send: %v", i, err)
 							return

@@ -145,7 +145,7 @@ func (sendMessageTool) Spec() llm.ToolSpec {
 	}
 }
 
-func (t sendMessageTool) Run(_ context.Context, call tools.Call) tools.Result {
+func (t sendMessageTool) Run(ctx context.Context, call tools.Call) tools.Result {
 	var in struct {
 		TaskID  string `json:"task_id"`
 		Message string `json:"message"`
@@ -157,7 +157,7 @@ func (t sendMessageTool) Run(_ context.Context, call tools.Call) tools.Result {
 	if err != nil {
 		return tools.Errorf("%v", err)
 	}
-	res, err := t.reg.Send(id, in.Message, call.ID)
+	res, err := t.reg.Send(ctx, id, in.Message, call.ID)
 	if err != nil {
 		return tools.Errorf("task_id: %s\n%v", id, err)
 	}

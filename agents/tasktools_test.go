@@ -96,7 +96,7 @@ func TestSendMessageToSettledTask(t *testing.T) {
 			if !res.IsError || !strings.Contains(res.Content, tc.want) || !strings.HasPrefix(res.Content, "task_id: "+string(id)) {
 				t.Fatalf("send_message = %+v", res)
 			}
-			if _, err := h.reg.Send(id, "more", "c"); !errors.Is(err, ErrNotContinuable) {
+			if _, err := h.reg.Send(context.Background(), id, "more", "c"); !errors.Is(err, ErrNotContinuable) {
 				t.Fatalf("Send: err = %v", err)
 			}
 			if n := len(h.started(id)); n != 1 {

@@ -23,6 +23,7 @@ import (
 	"github.com/stoke-cli/stoke/agents/secrets"
 	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/headless"
+	"github.com/stoke-cli/stoke/headless/progress"
 )
 
 // Approval modes.
@@ -67,6 +68,7 @@ type Config struct {
 	Debug              bool          `mapstructure:"debug"`
 	LogLevel           string        `mapstructure:"log-level"`
 	TraceFile          string        `mapstructure:"trace-file"`
+	Progress           string        `mapstructure:"progress"`
 
 	// Per-run values: flags and STOKE_* environment only; a settings file cannot set them.
 	Prompt       string `mapstructure:"prompt"`
@@ -199,6 +201,7 @@ func settings() []setting {
 		{key: "debug", kind: kindBool, flag: true, def: false, scope: scopeAny},
 		{key: "log-level", kind: kindString, scope: scopeAny},
 		{key: "trace-file", kind: kindString, flag: true, why: "it writes a file anywhere"},
+		{key: "progress", kind: kindString, flag: true, def: progress.ModeAuto, scope: scopeAny},
 		{key: "prices", kind: kindMap, why: "prices decide --max-budget-usd"},
 		{key: "hooks", kind: kindMap, why: "hooks run commands"},
 		{key: "mcp-servers", kind: kindMap, why: "MCP servers run commands and receive credentials"},
@@ -802,6 +805,7 @@ func (c *Config) validate() (slog.Level, error) {
 		{"input-format", c.InputFormat, []string{headless.InputText, headless.InputStreamJSON}},
 		{"approval-mode", c.ApprovalMode, []string{approvalPlan, approvalDefault, approvalAutoEdit, approvalYolo}},
 		{"background-on-exit", c.BackgroundOnExit, []string{backgroundWait, backgroundCancel}},
+		{"progress", c.Progress, progress.Modes()},
 	}
 	for _, e := range enums {
 		if !slices.Contains(e.allowed, e.val) {

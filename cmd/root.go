@@ -22,6 +22,7 @@ import (
 
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/headless"
+	"github.com/stoke-cli/stoke/headless/progress"
 )
 
 // devVersion is reported when the binary carries no module version (a local build).
@@ -189,6 +190,7 @@ trusted (--trust-project, or trusted-projects in $STOKE_HOME/settings.yaml).`,
 	addClaudeFlags(cmd.Flags())
 
 	cmd.AddCommand(NewCmdVersion(deps))
+	cmd.AddCommand(NewCmdCompletion(deps))
 	cmd.AddCommand(NewCmdSessions(deps, nil))
 	cmd.AddCommand(NewCmdAgents(deps, nil))
 	return cmd
@@ -219,7 +221,8 @@ func addRunFlags(f *pflag.FlagSet) {
 	f.Bool("trust-project", false, "let the project's settings and agent files widen the run (endpoints, keys, hooks, trace file); see README")
 	f.Bool("verbose", false, "accepted for compatibility with Claude Code's stream-json usage")
 	f.BoolP("debug", "d", false, "log debug diagnostics on stderr (else STOKE_LOG_LEVEL, default warn)")
-	f.String("trace-file", "", "write one OpenTelemetry trace per agent turn, as JSON lines, to `FILE` (OTEL_EXPORTER_OTLP_ENDPOINT exports over OTLP)")
+	f.String("trace-file", "", "write OpenTelemetry spans to `FILE` as OTLP JSON, one ExportTraceServiceRequest per line (OTEL_* variables export over OTLP: docs/observability.md)")
+	f.String("progress", progress.ModeAuto, "progress on stderr: auto (a live status line when stderr is a terminal) | plain (a line per agent event, a heartbeat every 10s) | off")
 }
 
 // buildVersion is the main module's version from the build info, or devVersion.

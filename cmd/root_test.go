@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -179,15 +180,25 @@ func TestUsageErrors(t *testing.T) {
 
 func TestVersion(t *testing.T) {
 	t.Parallel()
-	want := fmt.Sprintf("stoke 1.2.3 (%s %s/%s)\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
-	for _, args := range [][]string{{"version"}, {"--version"}} {
-		t.Run(args[0], func(t *testing.T) {
-			t.Parallel()
-			got := newTestProcess(t).run(t, args...)
-			if got.code != 0 || got.stdout != want || got.stderr != "" {
-				t.Errorf("stoke %s: code %d, stdout %q, stderr %q; want 0, %q, nothing", args[0], got.code, got.stdout, got.stderr, want)
-			}
-		})
+	first := fmt.Sprintf("stoke 1.2.3 (%s %s/%s)\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	got := newTestProcess(t).run(t, "--version")
+	if got.code != 0 || got.stdout != first || got.stderr != "" {
+		t.Errorf("stoke --version: code %d, stdout %q, stderr %q; want 0, %q, nothing", got.code, got.stdout, got.stderr, first)
+	}
+	got = newTestProcess(t).run(t, "version")
+	if got.code != 0 || !strings.HasPrefix(got.stdout, first) || got.stderr != "" {
+		t.Errorf("stoke version: code %d, stdout %q, stderr %q; want 0, %q first", got.code, got.stdout, got.stderr, first)
+	}
+	got = newTestProcess(t).run(t, "version", "--json")
+	var info BuildInfo
+	if err := json.Unmarshal([]byte(got.stdout), &info); err != nil || got.code != 0 {
+		t.Fatalf("stoke version --json: code %d, stdout %q: %v", got.code, got.stdout, err)
+	}
+	if info.Version != "1.2.3" || info.Go != runtime.Version() || info.OS != runtime.GOOS || info.Arch != runtime.GOARCH {
+		t.Errorf("version --json = %+v", info)
+	}
+	if strings.Count(got.stdout, "\n") != 1 {
+		t.Errorf("version --json printed %q, want one line", got.stdout)
 	}
 }
 

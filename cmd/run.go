@@ -15,7 +15,6 @@ import (
 
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/llm/price"
-	"github.com/stoke-cli/stoke/agents/trace"
 	"github.com/stoke-cli/stoke/headless"
 )
 
@@ -48,7 +47,8 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, args []strin
 	if err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewTextHandler(deps.ErrOut, &slog.HandlerOptions{Level: level}))
+	prog := newProgress(deps, cfg)
+	logger := slog.New(slog.NewTextHandler(prog.Writer(), &slog.HandlerOptions{Level: level}))
 	for _, k := range ignored {
 		k.log(logger)
 	}
@@ -109,23 +109,16 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, args []strin
 	if claude.noPersistence && cfg.Resume == "" && !cfg.Continue {
 		opts.Home = "" // --no-session-persistence: nothing is written under $STOKE_HOME
 	}
-	tracing, err := trace.Setup(ctx, trace.Config{
-		OTLPEndpoint: trace.EndpointFromEnv(deps.LookupEnv), Headers: trace.HeadersFromEnv(deps.LookupEnv), File: cfg.TraceFile,
-		ServiceName: "stoke", ServiceVersion: deps.Version,
-	})
+	if opts.Prices, err = checkPrices(opts.Prices, opts.ModelName, opts.SDK.MaxBudgetUSD, logger); err != nil {
+		return err
+	}
+	tracer, stopTelemetry, err := setupTelemetry(ctx, deps, cfg, opts.Prices, logger, prog.Writer())
 	if err != nil {
-		return usageErrorf("tracing: %v", err)
+		return err
 	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if err := tracing.Shutdown(sctx); err != nil {
-			logger.Warn("flush traces", "err", err)
-		}
-	}()
-	if tracing.Enabled() {
-		opts.Tracer = tracing.Tracer()
-	}
+	defer stopTelemetry()
+	opts.Tracer = tracer
+	defer attachProgress(prog, deps, &opts)()
 	logger.Debug("starting run", "session_id", sessionID, "cwd", cwd, "home", home, "config", cfg)
 	return cas.run(ctx, opts, runF)
 }

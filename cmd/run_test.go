@@ -20,7 +20,7 @@ import (
 )
 
 // ignoreWiring leaves out of comparisons the Options fields that are objects, not values.
-var ignoreWiring = cmpopts.IgnoreFields(headless.Options{}, "Stdin", "Stdout", "Logger", "Model", "Prices", "Secrets")
+var ignoreWiring = cmpopts.IgnoreFields(headless.Options{}, "Stdin", "Stdout", "Logger", "Model", "Prices", "Secrets", "Observe")
 
 func TestOptionsFromFlags(t *testing.T) {
 	t.Parallel()

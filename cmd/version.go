@@ -1,22 +1,93 @@
 package cmd
 
 import (
+	"encoding/json"
 	"fmt"
+	"runtime"
+	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
 
-// NewCmdVersion returns `stoke version`.
+// BuildInfo is what `stoke version` reports: the module version, and the VCS stamp the Go
+// toolchain records when it builds from a checkout (go build in a git work tree; a
+// go install of a tagged version carries the version but no VCS stamp).
+type BuildInfo struct {
+	Version  string `json:"version"`
+	Module   string `json:"module"`
+	Revision string `json:"revision,omitempty"`
+	// Time is the commit time of Revision (RFC 3339), not the build time.
+	Time     string `json:"time,omitempty"`
+	Modified bool   `json:"modified"`
+	Go       string `json:"go"`
+	OS       string `json:"os"`
+	Arch     string `json:"arch"`
+}
+
+// readBuildInfo fills a BuildInfo from the binary's build information.
+func readBuildInfo(version string) BuildInfo {
+	info := BuildInfo{Version: version, Go: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return info
+	}
+	info.Module = bi.Main.Path
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			info.Revision = s.Value
+		case "vcs.time":
+			info.Time = s.Value
+		case "vcs.modified":
+			info.Modified = s.Value == "true"
+		}
+	}
+	return info
+}
+
+// NewCmdVersion returns `stoke version [--json]`.
 func NewCmdVersion(deps *Deps) *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "version",
-		Short: "Print stoke's version and the Go version it was built with",
-		Args:  noArgs,
+		Short: "Print stoke's version, the commit it was built from, and the Go version",
+		Long: `Print stoke's version and build information: the module version, the VCS
+revision, commit time and modified flag that the Go toolchain stamps into a binary
+built from a git checkout, and the Go version and platform. --json prints one object:
+{version, module, revision, time, modified, go, os, arch}.`,
+		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintln(deps.Out, versionLine(deps.Version))
+			info := readBuildInfo(deps.Version)
+			if asJSON {
+				b, err := json.Marshal(info)
+				if err != nil {
+					return err
+				}
+				_, err = fmt.Fprintf(deps.Out, "%s\n", b)
+				return err
+			}
+			var b strings.Builder
+			b.WriteString(versionLine(deps.Version) + "\n")
+			if info.Module != "" {
+				fmt.Fprintf(&b, "module:   %s\n", info.Module)
+			}
+			if info.Revision != "" {
+				rev := info.Revision
+				if info.Modified {
+					rev += " (modified)"
+				}
+				fmt.Fprintf(&b, "revision: %s\n", rev)
+			}
+			if info.Time != "" {
+				fmt.Fprintf(&b, "time:     %s\n", info.Time)
+			}
+			_, err := fmt.Fprint(deps.Out, b.String())
 			return err
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	return cmd
 }
 
 // noArgs rejects positional arguments with a usage error.

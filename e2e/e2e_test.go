@@ -81,7 +81,9 @@ func prepare(dir string) (harness, error) {
 	if err != nil {
 		return harness{}, fmt.Errorf("find the go command: %w", err)
 	}
-	args := []string{"build", "-cover", "-o", filepath.Join(dir, "stoke"+exeSuffix())}
+	// -buildvcs=auto: stamp the VCS revision when building from a git checkout, whatever
+	// GOFLAGS says (TestVersionRevision).
+	args := []string{"build", "-cover", "-buildvcs=auto", "-o", filepath.Join(dir, "stoke"+exeSuffix())}
 	if raceEnabled {
 		args = append(args, "-race")
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/stoke-cli/stoke/agents/secrets"
 	"github.com/stoke-cli/stoke/agents/trace"
 	"github.com/stoke-cli/stoke/headless/sdkhost"
+	"github.com/stoke-cli/stoke/streamjson"
 )
 
 // Output formats.
@@ -89,6 +90,10 @@ type Options struct {
 	// Secrets keeps credentials out of the shell tool's and the hooks' environment and
 	// redacts them from tool results; nil still keeps the provider keys out of both.
 	Secrets *secrets.Policy
+	// Observe, when set, sees every event of the run as it is emitted, whatever the
+	// output format (the progress reporter). It must be safe for concurrent use and
+	// must not block.
+	Observe func(streamjson.Event)
 	// SDK holds the Claude Code options a Claude Agent SDK host passes.
 	SDK sdkhost.Options
 	// NewTaskID names each launched task; nil gives random ids. A replay (--replay) gives

@@ -275,6 +275,9 @@ func (s *session) emit(ev streamjson.Event) {
 	if err := s.enc.Encode(ev); err != nil {
 		s.opts.Logger.Debug("write event", "err", err)
 	}
+	if s.opts.Observe != nil {
+		s.opts.Observe(ev)
+	}
 }
 
 func (s *session) close() {

@@ -2,6 +2,7 @@ package trace
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strconv"
 
@@ -14,7 +15,8 @@ import (
 )
 
 // Attribute keys of stoke's spans, fixed here so that dashboards, queries and tests agree.
-// The gen_ai.* keys follow the OpenTelemetry GenAI semantic conventions (v1.40).
+// The gen_ai.*, server.* and error.type keys follow the OpenTelemetry GenAI semantic
+// conventions (semantic-conventions v1.41, gen-ai-spans.md and gen-ai-agent-spans.md).
 const (
 	AttrSessionID    attribute.Key = "stoke.session_id"
 	AttrTaskID       attribute.Key = "stoke.task_id"
@@ -24,10 +26,17 @@ const (
 	// AttrTurnReason is how a turn ended: completed, max_turns, error, cancelled.
 	AttrTurnReason attribute.Key = "stoke.turn.reason"
 
-	AttrOperationName attribute.Key = "gen_ai.operation.name"
-	AttrAgentName     attribute.Key = "gen_ai.agent.name"
-	AttrRequestModel  attribute.Key = "gen_ai.request.model"
-	AttrFinishReasons attribute.Key = "gen_ai.response.finish_reasons"
+	AttrOperationName  attribute.Key = "gen_ai.operation.name"
+	AttrProviderName   attribute.Key = "gen_ai.provider.name"
+	AttrConversationID attribute.Key = "gen_ai.conversation.id"
+	AttrAgentID        attribute.Key = "gen_ai.agent.id"
+	AttrAgentName      attribute.Key = "gen_ai.agent.name"
+	AttrRequestModel   attribute.Key = "gen_ai.request.model"
+	AttrResponseModel  attribute.Key = "gen_ai.response.model"
+	AttrResponseID     attribute.Key = "gen_ai.response.id"
+	AttrFinishReasons  attribute.Key = "gen_ai.response.finish_reasons"
+	AttrServerAddress  attribute.Key = "server.address"
+	AttrServerPort     attribute.Key = "server.port"
 	// AttrInputTokens counts every input token, cached or not, as the conventions ask:
 	// llm.Usage InputTokens + CacheReadInputTokens + CacheCreationInputTokens.
 	AttrInputTokens         attribute.Key = "gen_ai.usage.input_tokens"
@@ -37,6 +46,12 @@ const (
 	AttrToolName            attribute.Key = "gen_ai.tool.name"
 	AttrToolCallID          attribute.Key = "gen_ai.tool.call.id"
 	AttrErrorType           attribute.Key = "error.type"
+
+	// Opt-in content (Config.CaptureContent): JSON strings in the conventions' message
+	// schemas (gen-ai-input-messages.json, gen-ai-output-messages.json).
+	AttrInputMessages      attribute.Key = "gen_ai.input.messages"
+	AttrOutputMessages     attribute.Key = "gen_ai.output.messages"
+	AttrSystemInstructions attribute.Key = "gen_ai.system_instructions"
 )
 
 // Values of AttrOperationName; a span's name is the operation, a space, and its subject
@@ -47,13 +62,41 @@ const (
 	OpExecuteTool = "execute_tool"
 )
 
+// Finish reasons of the conventions (the FinishReason enum of gen-ai-output-messages.json).
+const (
+	FinishStop          = "stop"
+	FinishLength        = "length"
+	FinishContentFilter = "content_filter"
+	FinishToolCall      = "tool_call"
+	FinishError         = "error"
+)
+
+// FinishReason maps a stop reason of the llm vocabulary (Anthropic's words, which every
+// provider adapter speaks) or a raw OpenAI one to the conventions' finish reason. An
+// unknown reason is kept as is, as the conventions allow.
+func FinishReason(stop string) string {
+	switch stop {
+	case llm.StopEndTurn, "stop_sequence", "stop", "pause_turn":
+		return FinishStop
+	case llm.StopToolUse, "tool_calls", "function_call":
+		return FinishToolCall
+	case llm.StopMaxTokens, "length", "model_context_window_exceeded":
+		return FinishLength
+	case "refusal", "content_filter":
+		return FinishContentFilter
+	}
+	return stop
+}
+
 // TurnInfo describes one agent turn.
 type TurnInfo struct {
-	// SessionID is the run's session.
+	// SessionID is the run's session; it is the gen_ai.conversation.id of the turn and
+	// of its model calls.
 	SessionID string
-	// Agent is "parent" or the subagent type; it names the span.
+	// Agent is "parent" or the subagent type; it names the span (gen_ai.agent.name).
 	Agent string
-	// TaskID and SubagentType are empty for the parent agent.
+	// TaskID and SubagentType are empty for the parent agent. TaskID is the subagent's
+	// gen_ai.agent.id; the parent's is the session id.
 	TaskID       string
 	SubagentType string
 	// Turn counts the agent's instructions from 1 (the launch); Continuation is "fresh",
@@ -64,6 +107,14 @@ type TurnInfo struct {
 	// when ctx does not carry it: a background turn runs under the registry's context,
 	// not the caller's. Capture it with SpanContextFrom(ctx) where the turn is requested.
 	Caller SpanContext
+}
+
+// turnKey is the context key of the turn a model call belongs to.
+type turnKey struct{}
+
+// turnValue is what a turn hands its model calls through the context.
+type turnValue struct {
+	sessionID string
 }
 
 // enabled reports whether tracer can record anything; a nil or no-op tracer cannot, and
@@ -80,6 +131,15 @@ func enabled(tracer Tracer) bool {
 // in any context (ending it is harmless), obtained without allocating.
 func disabled() Span { return oteltrace.SpanFromContext(context.Background()) }
 
+// endpointOf returns what the tracer knows of the model service (zero for a tracer that
+// Setup did not make).
+func endpointOf(tracer Tracer) *modelEndpoint {
+	if t, ok := tracer.(*stokeTracer); ok {
+		return &t.endpoint
+	}
+	return &modelEndpoint{}
+}
+
 // StartTurn starts the root span of one agent turn: a new trace, linked to the span in
 // ctx (if any) and to info.Caller (if valid and different). The returned context carries
 // the span; pass it to the turn's model and tool calls. End the span with EndTurn.
@@ -95,11 +155,23 @@ func StartTurn(ctx context.Context, tracer Tracer, info TurnInfo) (context.Conte
 	if info.Caller.IsValid() && !info.Caller.Equal(inCtx) {
 		links = append(links, oteltrace.Link{SpanContext: info.Caller})
 	}
+	ep := endpointOf(tracer)
+	agentID := info.TaskID
+	if agentID == "" {
+		agentID = info.SessionID
+	}
 	attrs := []attribute.KeyValue{
 		AttrOperationName.String(OpInvokeAgent),
+		AttrProviderName.String(ep.providerName()),
 		AttrAgentName.String(info.Agent),
 		AttrSessionID.String(info.SessionID),
 		AttrTurn.Int(info.Turn),
+	}
+	if agentID != "" {
+		attrs = append(attrs, AttrAgentID.String(agentID))
+	}
+	if info.SessionID != "" {
+		attrs = append(attrs, AttrConversationID.String(info.SessionID))
 	}
 	if info.TaskID != "" {
 		attrs = append(attrs, AttrTaskID.String(info.TaskID))
@@ -110,6 +182,7 @@ func StartTurn(ctx context.Context, tracer Tracer, info TurnInfo) (context.Conte
 	if info.Continuation != "" {
 		attrs = append(attrs, AttrContinuation.String(info.Continuation))
 	}
+	ctx = context.WithValue(ctx, turnKey{}, turnValue{sessionID: info.SessionID})
 	return tracer.Start(ctx, OpInvokeAgent+" "+info.Agent,
 		oteltrace.WithNewRoot(),
 		oteltrace.WithLinks(links...),
@@ -134,34 +207,150 @@ func EndTurn(span Span, reason string, err error) {
 	span.End()
 }
 
-// StartModelCall starts the span of one model call, a child of the turn span in ctx.
-// End it with EndModelCall.
-func StartModelCall(ctx context.Context, tracer Tracer, model string) (context.Context, Span) {
+// modelSpan is the span of a model call: it remembers whether the call's content is
+// recorded, for EndModelCall.
+type modelSpan struct {
+	oteltrace.Span
+	capture bool
+}
+
+// StartModelCall starts the span of one model call (req), a child of the turn span in
+// ctx, with the GenAI attributes known before the answer: operation, provider, server,
+// conversation, request model, and (when Config.CaptureContent) the system instructions
+// and input messages. End it with EndModelCall.
+func StartModelCall(ctx context.Context, tracer Tracer, req *llm.Request) (context.Context, Span) {
 	if !enabled(tracer) {
 		return ctx, disabled()
 	}
-	return tracer.Start(ctx, OpChat+" "+model,
+	ep := endpointOf(tracer)
+	model := req.Model
+	attrs := []attribute.KeyValue{
+		AttrOperationName.String(OpChat),
+		AttrProviderName.String(ep.providerName()),
+		AttrRequestModel.String(model),
+	}
+	if ep.address != "" {
+		attrs = append(attrs, AttrServerAddress.String(ep.address), AttrServerPort.Int(ep.port))
+	}
+	if tv, ok := ctx.Value(turnKey{}).(turnValue); ok && tv.sessionID != "" {
+		attrs = append(attrs, AttrConversationID.String(tv.sessionID))
+	}
+	if ep.capture {
+		if req.System != "" {
+			attrs = append(attrs, AttrSystemInstructions.String(jsonString([]part{{Type: "text", Content: req.System}})))
+		}
+		attrs = append(attrs, AttrInputMessages.String(jsonString(inputMessages(req.Messages))))
+	}
+	ctx, span := tracer.Start(ctx, OpChat+" "+model,
 		oteltrace.WithSpanKind(oteltrace.SpanKindClient),
-		oteltrace.WithAttributes(
-			AttrOperationName.String(OpChat),
-			AttrRequestModel.String(model)))
+		oteltrace.WithAttributes(attrs...))
+	return ctx, &modelSpan{Span: span, capture: ep.capture}
 }
 
-// EndModelCall records the call's token usage, its stop reason (if not empty) and its
-// error (if any), and ends span.
-func EndModelCall(span Span, usage llm.Usage, stopReason string, err error) {
+// EndModelCall records the call's outcome and ends span: from done (the call's EventDone,
+// zero when it failed) the token usage, response model and id and finish reason; the
+// output content when captured; err (if any).
+func EndModelCall(span Span, done llm.Event, output []llm.Block, err error) {
 	if span.IsRecording() {
+		u := done.Usage
 		span.SetAttributes(
-			AttrInputTokens.Int64(usage.InputTokens+usage.CacheReadInputTokens+usage.CacheCreationInputTokens),
-			AttrOutputTokens.Int64(usage.OutputTokens),
-			AttrCacheReadTokens.Int64(usage.CacheReadInputTokens),
-			AttrCacheCreationTokens.Int64(usage.CacheCreationInputTokens))
-		if stopReason != "" {
-			span.SetAttributes(AttrFinishReasons.StringSlice([]string{stopReason}))
+			AttrInputTokens.Int64(u.InputTokens+u.CacheReadInputTokens+u.CacheCreationInputTokens),
+			AttrOutputTokens.Int64(u.OutputTokens),
+			AttrCacheReadTokens.Int64(u.CacheReadInputTokens),
+			AttrCacheCreationTokens.Int64(u.CacheCreationInputTokens))
+		if done.Model != "" {
+			span.SetAttributes(AttrResponseModel.String(done.Model))
+		}
+		if done.MessageID != "" {
+			span.SetAttributes(AttrResponseID.String(done.MessageID))
+		}
+		finish := FinishReason(done.StopReason)
+		if err != nil {
+			finish = FinishError
+		}
+		if finish != "" {
+			span.SetAttributes(AttrFinishReasons.StringSlice([]string{finish}))
+		}
+		if ms, ok := span.(*modelSpan); ok && ms.capture && err == nil {
+			span.SetAttributes(AttrOutputMessages.String(jsonString([]outputMessage{{
+				Role: string(llm.RoleAssistant), Parts: parts(output), FinishReason: finish,
+			}})))
 		}
 		recordError(span, err, false)
 	}
 	span.End()
+}
+
+// The conventions' message shapes (gen-ai-input-messages.json, gen-ai-output-messages.json).
+type (
+	message struct {
+		Role  string `json:"role"`
+		Parts []part `json:"parts"`
+	}
+	outputMessage struct {
+		Role         string `json:"role"`
+		Parts        []part `json:"parts"`
+		FinishReason string `json:"finish_reason"`
+	}
+	part struct {
+		Type      string          `json:"type"`
+		Content   string          `json:"content,omitempty"`
+		ID        string          `json:"id,omitempty"`
+		Name      string          `json:"name,omitempty"`
+		Arguments json.RawMessage `json:"arguments,omitempty"`
+		Result    *string         `json:"result,omitempty"`
+	}
+)
+
+// inputMessages converts a chat history: tool results become a "tool" message each, as
+// the conventions' example does.
+func inputMessages(msgs []llm.Message) []message {
+	out := make([]message, 0, len(msgs))
+	for _, m := range msgs {
+		var results, rest []llm.Block
+		for _, b := range m.Content {
+			if b.Type == llm.BlockToolResult {
+				results = append(results, b)
+			} else {
+				rest = append(rest, b)
+			}
+		}
+		if len(results) > 0 {
+			out = append(out, message{Role: "tool", Parts: parts(results)})
+		}
+		if len(rest) > 0 || len(results) == 0 {
+			out = append(out, message{Role: string(m.Role), Parts: parts(rest)})
+		}
+	}
+	return out
+}
+
+func parts(blocks []llm.Block) []part {
+	out := make([]part, 0, len(blocks))
+	for _, b := range blocks {
+		switch b.Type {
+		case llm.BlockText:
+			out = append(out, part{Type: "text", Content: b.Text})
+		case llm.BlockToolUse:
+			args := b.Input
+			if !json.Valid(args) {
+				args = json.RawMessage(`null`)
+			}
+			out = append(out, part{Type: "tool_call", ID: b.ID, Name: b.Name, Arguments: args})
+		case llm.BlockToolResult:
+			res := b.Content
+			out = append(out, part{Type: "tool_call_response", ID: b.ToolUseID, Result: &res})
+		}
+	}
+	return out
+}
+
+func jsonString(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return ""
+	}
+	return string(b)
 }
 
 // StartToolCall starts the span of one tool call, a child of the turn span in ctx. Tools

@@ -35,8 +35,8 @@ func newRecorder(t *testing.T) (Tracer, *tracetest.InMemoryExporter) {
 // context.
 func simulateTurn(ctx context.Context, tracer Tracer, info TurnInfo) SpanContext {
 	ctx, turn := StartTurn(ctx, tracer, info)
-	_, call := StartModelCall(ctx, tracer, "gpt-4o-mini")
-	EndModelCall(call, llm.Usage{InputTokens: 100, OutputTokens: 20, CacheReadInputTokens: 50}, llm.StopToolUse, nil)
+	_, call := StartModelCall(ctx, tracer, chatRequest("gpt-4o-mini"))
+	EndModelCall(call, doneEvent(llm.Usage{InputTokens: 100, OutputTokens: 20, CacheReadInputTokens: 50}, llm.StopToolUse), nil, nil)
 	var wg sync.WaitGroup
 	for i, name := range []string{"read_file", "grep"} {
 		wg.Go(func() {
@@ -45,10 +45,20 @@ func simulateTurn(ctx context.Context, tracer Tracer, info TurnInfo) SpanContext
 		})
 	}
 	wg.Wait()
-	_, call = StartModelCall(ctx, tracer, "gpt-4o-mini")
-	EndModelCall(call, llm.Usage{InputTokens: 10, OutputTokens: 5}, llm.StopEndTurn, nil)
+	_, call = StartModelCall(ctx, tracer, chatRequest("gpt-4o-mini"))
+	EndModelCall(call, doneEvent(llm.Usage{InputTokens: 10, OutputTokens: 5}, llm.StopEndTurn), []llm.Block{llm.TextBlock("done")}, nil)
 	EndTurn(turn, "completed", nil)
 	return turn.SpanContext()
+}
+
+// chatRequest is a model call's request with a short history.
+func chatRequest(model string) *llm.Request {
+	return &llm.Request{Agent: "parent", Model: model, System: "be brief", Messages: []llm.Message{llm.UserText("hello")}}
+}
+
+// doneEvent is a call's final event, as a provider answers.
+func doneEvent(u llm.Usage, stop string) llm.Event {
+	return llm.Event{Kind: llm.EventDone, Usage: u, StopReason: stop, MessageID: "msg_1", Model: "gpt-4o-mini-2024-07-18"}
 }
 
 func attrs(kvs []attribute.KeyValue) map[attribute.Key]attribute.Value {
@@ -222,23 +232,26 @@ func TestEndModelCall(t *testing.T) {
 		name       string
 		stop       string
 		err        error
+		finish     string // the normalised finish reason, "" for none
 		wantStatus codes.Code
 		wantType   string // error.type, "" for none
 	}{
-		{"success", llm.StopEndTurn, nil, codes.Unset, ""},
-		{"no stop reason", "", nil, codes.Unset, ""},
-		{"cancelled", "", fmt.Errorf("model call: %w", context.Canceled), codes.Unset, "cancelled"},
-		{"timeout", "", fmt.Errorf("model call: %w", context.DeadlineExceeded), codes.Error, "timeout"},
-		{"rate limited", "", fmt.Errorf("model call: %w", &llm.ProviderError{Provider: "openai", StatusCode: 429, Message: "slow down"}), codes.Error, "429"},
-		{"stream cut", "", fmt.Errorf("model call: %w", llm.ErrStreamCut), codes.Error, "stream_cut"},
-		{"other", "", errors.New("boom"), codes.Error, "_OTHER"},
+		{"success", llm.StopEndTurn, nil, FinishStop, codes.Unset, ""},
+		{"tool use", llm.StopToolUse, nil, FinishToolCall, codes.Unset, ""},
+		{"max tokens", llm.StopMaxTokens, nil, FinishLength, codes.Unset, ""},
+		{"no stop reason", "", nil, "", codes.Unset, ""},
+		{"cancelled", "", fmt.Errorf("model call: %w", context.Canceled), FinishError, codes.Unset, "cancelled"},
+		{"timeout", "", fmt.Errorf("model call: %w", context.DeadlineExceeded), FinishError, codes.Error, "timeout"},
+		{"rate limited", "", fmt.Errorf("model call: %w", &llm.ProviderError{Provider: "openai", StatusCode: 429, Message: "slow down"}), FinishError, codes.Error, "429"},
+		{"stream cut", "", fmt.Errorf("model call: %w", llm.ErrStreamCut), FinishError, codes.Error, "stream_cut"},
+		{"other", "", errors.New("boom"), FinishError, codes.Error, "_OTHER"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			exp.Reset()
 			ctx, turn := StartTurn(context.Background(), tracer, TurnInfo{Agent: "parent", Turn: 1})
-			_, call := StartModelCall(ctx, tracer, "claude-sonnet-4")
-			EndModelCall(call, usage, tt.stop, tt.err)
+			_, call := StartModelCall(ctx, tracer, chatRequest("claude-sonnet-4"))
+			EndModelCall(call, llm.Event{Kind: llm.EventDone, Usage: usage, StopReason: tt.stop}, nil, tt.err)
 			turn.End()
 			spans := exp.GetSpans()
 			if len(spans) != 2 {
@@ -259,8 +272,8 @@ func TestEndModelCall(t *testing.T) {
 			if got := a[AttrRequestModel].AsString(); got != "claude-sonnet-4" {
 				t.Errorf("model %q", got)
 			}
-			if got, ok := a[AttrFinishReasons]; ok != (tt.stop != "") || (ok && got.AsStringSlice()[0] != tt.stop) {
-				t.Errorf("finish reasons %v, want [%s]", got.String(), tt.stop)
+			if got, ok := a[AttrFinishReasons]; ok != (tt.finish != "") || (ok && got.AsStringSlice()[0] != tt.finish) {
+				t.Errorf("finish reasons %v, want [%s]", got.String(), tt.finish)
 			}
 			if got := a[AttrErrorType].AsString(); got != tt.wantType {
 				t.Errorf("error.type %q, want %q", got, tt.wantType)
@@ -332,10 +345,11 @@ func TestDisabledHelpers(t *testing.T) {
 			ctx := context.Background()
 			usage := llm.Usage{InputTokens: 1, OutputTokens: 1}
 			err := errors.New("boom")
+			req := chatRequest("gpt-4o")
 			allocs := testing.AllocsPerRun(100, func() {
 				tctx, turn := StartTurn(ctx, tracer, TurnInfo{Agent: "explorer", TaskID: "t_1", Turn: 2, Continuation: "resident"})
-				mctx, call := StartModelCall(tctx, tracer, "gpt-4o")
-				EndModelCall(call, usage, llm.StopEndTurn, err)
+				mctx, call := StartModelCall(tctx, tracer, req)
+				EndModelCall(call, llm.Event{Usage: usage, StopReason: llm.StopEndTurn}, nil, err)
 				_, tool := StartToolCall(mctx, tracer, "read_file", "call_1")
 				EndToolCall(tool, true)
 				EndTurn(turn, "error", err)
@@ -362,10 +376,11 @@ func mustSetup(t *testing.T, cfg Config) *Tracing {
 func BenchmarkTurnDisabled(b *testing.B) {
 	ctx := context.Background()
 	var tracer Tracer = noop.Tracer{}
+	req := chatRequest("gpt-4o")
 	for b.Loop() {
 		tctx, turn := StartTurn(ctx, tracer, TurnInfo{Agent: "explorer", TaskID: "t_1", Turn: 2})
-		_, call := StartModelCall(tctx, tracer, "gpt-4o")
-		EndModelCall(call, llm.Usage{}, llm.StopEndTurn, nil)
+		_, call := StartModelCall(tctx, tracer, req)
+		EndModelCall(call, llm.Event{StopReason: llm.StopEndTurn}, nil, nil)
 		EndTurn(turn, "completed", nil)
 	}
 }
@@ -375,10 +390,11 @@ func BenchmarkTurnRecording(b *testing.B) {
 	defer func() { _ = tp.Shutdown(context.Background()) }()
 	tracer := tp.Tracer(ScopeName)
 	ctx := context.Background()
+	req := chatRequest("gpt-4o")
 	for b.Loop() {
 		tctx, turn := StartTurn(ctx, tracer, TurnInfo{Agent: "explorer", TaskID: "t_1", Turn: 2})
-		_, call := StartModelCall(tctx, tracer, "gpt-4o")
-		EndModelCall(call, llm.Usage{InputTokens: 10}, llm.StopEndTurn, nil)
+		_, call := StartModelCall(tctx, tracer, req)
+		EndModelCall(call, llm.Event{Usage: llm.Usage{InputTokens: 10}, StopReason: llm.StopEndTurn}, nil, nil)
 		EndTurn(turn, "completed", nil)
 	}
 }

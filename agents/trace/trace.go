@@ -1,10 +1,11 @@
-// Package trace exports OpenTelemetry traces of agent turns, model calls and tool calls.
+// Package trace exports OpenTelemetry traces of agent turns, model calls and tool calls,
+// and the GenAI client metrics derived from them.
 //
-// Setup builds a Tracing from a Config: an OTLP/HTTP (JSON) exporter, a JSON-lines file, both,
-// or neither, in which case everything is a no-op that starts no goroutine and costs no
-// allocation on the hot path. Nothing is global: the Tracer is passed to the span
-// helpers (StartTurn, StartModelCall, StartToolCall) explicitly, and a nil Tracer is
-// the same as tracing off.
+// Setup builds a Tracing from a Config: OTLP/HTTP exporters (protobuf or JSON), a file or
+// console of OTLP JSON lines, any mix, or none, in which case everything is a no-op that
+// starts no goroutine and costs no allocation on the hot path. Nothing is global: the
+// Tracer is passed to the span helpers (StartTurn, StartModelCall, StartToolCall)
+// explicitly, and a nil Tracer is the same as tracing off.
 //
 // Each agent turn is its own trace (a new root span), linked to the span that asked for
 // it, so that a long-lived background agent's turns stay small, separate traces that a
@@ -15,17 +16,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/url"
 	"os"
-	"strings"
+	"strconv"
 	"sync"
+	"time"
 
-	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	oteltrace "go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/stoke-cli/stoke/agents/llm/price"
 )
 
 // Tracer starts spans. It is OpenTelemetry's trace.Tracer, re-exported so that callers
@@ -50,75 +55,99 @@ const ScopeName = "github.com/stoke-cli/stoke/agents"
 // DefaultServiceName is the service.name resource attribute when Config leaves it empty.
 const DefaultServiceName = "stoke"
 
-// Config says where spans go. The zero Config turns tracing off.
-type Config struct {
-	// OTLPEndpoint is the full URL spans are POSTed to over OTLP/HTTP in the JSON
-	// encoding (Content-Type application/json), e.g. http://localhost:4318/v1/traces.
-	// EndpointFromEnv derives it from the standard OTEL_EXPORTER_OTLP_* variables. Each
-	// export, retries included, gives up after 10 seconds; requests are not compressed,
-	// and https uses the system's roots (OTEL_EXPORTER_OTLP_TIMEOUT, _COMPRESSION and
-	// _CERTIFICATE are not read).
-	OTLPEndpoint string
-	// Headers are added to every OTLP request, e.g. an API key; HeadersFromEnv reads
-	// them from OTEL_EXPORTER_OTLP_HEADERS.
+// FlushTimeout bounds what telemetry adds to the end of a run: Shutdown gives up on
+// exports that have not finished by then (a collector that is down or does not answer),
+// whatever the export timeout.
+const FlushTimeout = time.Second
+
+// Exporter says where one signal goes over OTLP and on the console. The zero Exporter
+// sends nothing.
+type Exporter struct {
+	// Endpoint is the full URL requests are POSTed to over OTLP/HTTP, e.g.
+	// http://localhost:4318/v1/traces. Requests are not compressed, and https uses the
+	// system's roots.
+	Endpoint string
+	// Protocol is ProtocolHTTPProtobuf (the default) or ProtocolHTTPJSON.
+	Protocol string
+	// Headers are added to every request, e.g. an API key.
 	Headers map[string]string
-	// File is a path that spans are written to as JSON lines, one span per line (the
-	// stdouttrace format), for a --trace-file flag. The file is created or truncated.
+	// Timeout bounds one export, retries included (DefaultTimeout when 0); Shutdown's
+	// flush is bounded by FlushTimeout whatever this says.
+	Timeout time.Duration
+	// Console, when set, receives the signal as OTLP JSON lines.
+	Console io.Writer
+}
+
+func (e Exporter) enabled() bool { return e.Endpoint != "" || e.Console != nil }
+
+// Config says what is recorded and where it goes. The zero Config turns telemetry off.
+// ConfigFromEnv fills Traces, Metrics and CaptureContent from the OTEL_* variables.
+type Config struct {
+	Traces  Exporter
+	Metrics Exporter
+	// File is a path that spans are written to as OTLP JSON lines, one
+	// ExportTraceServiceRequest per line (the Collector file exporter's format), for a
+	// --trace-file flag. The file is created or truncated.
 	File string
 	// ServiceName and ServiceVersion become the service.name and service.version
 	// resource attributes. OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES override them,
 	// as in every OpenTelemetry SDK.
 	ServiceName    string
 	ServiceVersion string
+	// Provider is the gen_ai.provider.name of model calls ("openai", "anthropic", ...);
+	// ServerURL is the model service's base URL, for server.address and server.port.
+	Provider  string
+	ServerURL string
+	// CaptureContent records prompts and completions on the chat spans
+	// (gen_ai.input.messages, gen_ai.output.messages, gen_ai.system_instructions).
+	CaptureContent bool
+	// Prices price the model calls for the cost metric.
+	Prices price.Table
+	// Logger receives the one warning of a failed export; nil discards it.
+	Logger *slog.Logger
 }
 
-// Enabled reports whether c sends spans anywhere.
-func (c Config) Enabled() bool { return c.OTLPEndpoint != "" || c.File != "" }
+// Enabled reports whether c sends telemetry anywhere.
+func (c Config) Enabled() bool { return c.Traces.enabled() || c.Metrics.enabled() || c.File != "" }
 
-// EndpointFromEnv returns the OTLP/HTTP traces URL the standard variables name, or ""
-// when neither is set: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as is, else
-// OTEL_EXPORTER_OTLP_ENDPOINT (a base URL) with /v1/traces appended, as the OpenTelemetry
-// specification says. lookup is os.LookupEnv or a test's stand-in.
-func EndpointFromEnv(lookup func(string) (string, bool)) string {
-	if v, ok := lookup("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"); ok && strings.TrimSpace(v) != "" {
-		return strings.TrimSpace(v)
-	}
-	if v, ok := lookup("OTEL_EXPORTER_OTLP_ENDPOINT"); ok && strings.TrimSpace(v) != "" {
-		return strings.TrimRight(strings.TrimSpace(v), "/") + "/v1/traces"
-	}
-	return ""
+// modelEndpoint is what every model-call span of a process shares.
+type modelEndpoint struct {
+	provider string
+	address  string
+	port     int
+	capture  bool
 }
 
-// HeadersFromEnv returns the headers of OTLP requests that the standard variables name,
-// or nil when neither is set: OTEL_EXPORTER_OTLP_TRACES_HEADERS if set, else
-// OTEL_EXPORTER_OTLP_HEADERS. Each is a comma-separated list of key=value pairs whose
-// values are percent-decoded (as in W3C Baggage); a malformed pair is skipped. lookup is
-// os.LookupEnv or a test's stand-in.
-func HeadersFromEnv(lookup func(string) (string, bool)) map[string]string {
-	for _, name := range []string{"OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS"} {
-		v, ok := lookup(name)
-		if !ok || strings.TrimSpace(v) == "" {
-			continue
-		}
-		headers := map[string]string{}
-		for pair := range strings.SplitSeq(v, ",") {
-			key, value, ok := strings.Cut(pair, "=")
-			if !ok {
-				continue
-			}
-			value, err := url.PathUnescape(value)
-			key, value = strings.TrimSpace(key), strings.TrimSpace(value)
-			if err != nil || checkHeader(key, value) != nil {
-				continue
-			}
-			headers[key] = value
-		}
-		if len(headers) == 0 {
-			return nil
-		}
-		return headers
+// providerName is gen_ai.provider.name: the configured provider, or "_OTHER".
+func (e *modelEndpoint) providerName() string {
+	if e.provider == "" {
+		return "_OTHER"
 	}
-	return nil
+	return e.provider
+}
+
+// newModelEndpoint parses the model service's base URL.
+func newModelEndpoint(cfg Config) modelEndpoint {
+	ep := modelEndpoint{provider: cfg.Provider, capture: cfg.CaptureContent}
+	u, err := url.Parse(cfg.ServerURL)
+	if err != nil || u.Hostname() == "" {
+		return ep
+	}
+	ep.address = u.Hostname()
+	if p, err := strconv.Atoi(u.Port()); err == nil {
+		ep.port = p
+	} else if u.Scheme == "http" {
+		ep.port = 80
+	} else {
+		ep.port = 443
+	}
+	return ep
+}
+
+// stokeTracer is the SDK's tracer with what the span helpers add to model calls.
+type stokeTracer struct {
+	oteltrace.Tracer
+	endpoint modelEndpoint
 }
 
 // Tracing owns the exporters of one process. Its methods are safe for concurrent use, and
@@ -126,41 +155,50 @@ func HeadersFromEnv(lookup func(string) (string, bool)) map[string]string {
 type Tracing struct {
 	tracer   Tracer
 	provider *sdktrace.TracerProvider // nil when off
-	file     *os.File                 // nil unless Config.File
+	closers  []io.Closer              // the trace file
+	abort    context.CancelFunc       // ends every OTLP send under way
+	warned   *warnOnce
+	// processors are shut down one by one: the provider's Shutdown skips those left when
+	// its context ends, and their goroutines would outlive it.
+	processors []sdktrace.SpanProcessor
+	// exporting counts span exporters not yet shut down: after an abort, Shutdown waits
+	// (briefly) for the batch processors to let go of them before closing the file.
+	exporting sync.WaitGroup
 
 	shutdownOnce sync.Once
 	shutdownErr  error
 }
 
-// Setup starts the exporters cfg names. With neither OTLPEndpoint nor File it returns a
-// disabled Tracing at once: a no-op Tracer, no goroutine, no exporter. Otherwise spans
-// are batched in the background until Shutdown, which the caller must call before the
-// process exits.
+// warnOnce logs the first export failure as one warning line and drops the others.
+type warnOnce struct {
+	once   sync.Once
+	logger *slog.Logger
+}
+
+func (w *warnOnce) report(err error) {
+	w.once.Do(func() {
+		if w.logger != nil {
+			w.logger.Warn("telemetry not exported; later failures are not reported", "err", err)
+		}
+	})
+}
+
+// Setup starts the exporters cfg names. With none it returns a disabled Tracing at once:
+// a no-op Tracer, no goroutine, no exporter. Otherwise spans are batched in the
+// background until Shutdown, which the caller must call before the process exits.
 func Setup(ctx context.Context, cfg Config) (*Tracing, error) {
 	if !cfg.Enabled() {
 		return &Tracing{tracer: noop.Tracer{}}, nil
 	}
-	// Exporters first, batch processors last: WithBatcher starts a goroutine at once,
-	// which a failure after it would leak.
-	var (
-		exporters []sdktrace.SpanExporter
-		file      *os.File
-	)
-	fail := func(err error) (*Tracing, error) {
-		for _, exp := range exporters {
-			err = errors.Join(err, exp.Shutdown(ctx))
+	for _, e := range []Exporter{cfg.Traces, cfg.Metrics} {
+		if e.Endpoint == "" {
+			continue
 		}
-		if file != nil {
-			err = errors.Join(err, file.Close())
-		}
-		return nil, err
-	}
-	if cfg.OTLPEndpoint != "" {
-		u, err := url.Parse(cfg.OTLPEndpoint)
+		u, err := url.Parse(e.Endpoint)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("OTLP endpoint %q: want an http:// or https:// URL", cfg.OTLPEndpoint)
+			return nil, fmt.Errorf("OTLP endpoint %q: want an http:// or https:// URL", e.Endpoint)
 		}
-		if err := checkHeaders(cfg.Headers); err != nil {
+		if err := checkHeaders(e.Headers); err != nil {
 			return nil, err
 		}
 	}
@@ -168,31 +206,52 @@ func Setup(ctx context.Context, cfg Config) (*Tracing, error) {
 	if err != nil {
 		return nil, err
 	}
+	t := &Tracing{warned: &warnOnce{logger: cfg.Logger}}
+	// Exporters first, processors last: WithBatcher starts a goroutine at once, which a
+	// failure after it would leak.
+	var (
+		exporters []sdktrace.SpanExporter
+		sinks     []metricSink
+	)
 	if cfg.File != "" {
 		f, err := os.OpenFile(cfg.File, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 		if err != nil {
 			return nil, fmt.Errorf("trace file: %w", err)
 		}
-		file = f
-		exp, err := stdouttrace.New(stdouttrace.WithWriter(f))
-		if err != nil {
-			return fail(fmt.Errorf("trace file exporter: %w", err))
-		}
-		exporters = append(exporters, exp)
+		t.closers = append(t.closers, f)
+		exporters = append(exporters, &linesExporter{w: f, report: t.warned.report})
 	}
-	if cfg.OTLPEndpoint != "" {
-		exporters = append(exporters, newOTLPExporter(cfg.OTLPEndpoint, cfg.Headers))
+	abortCtx, abort := context.WithCancel(context.Background())
+	t.abort = abort
+	if cfg.Traces.Console != nil {
+		exporters = append(exporters, &linesExporter{w: cfg.Traces.Console, report: t.warned.report})
+	}
+	if e := cfg.Traces; e.Endpoint != "" {
+		exporters = append(exporters, newOTLPExporter(newOTLPClient(e.Endpoint, e.Protocol, e.Headers, e.Timeout, abortCtx), t.warned.report))
+	}
+	if e := cfg.Metrics; e.Console != nil {
+		sinks = append(sinks, linesMetricSink{lines: &linesExporter{w: e.Console}})
+	}
+	if e := cfg.Metrics; e.Endpoint != "" {
+		sinks = append(sinks, otlpMetricSink{client: newOTLPClient(e.Endpoint, e.Protocol, e.Headers, e.Timeout, abortCtx)})
+	}
+	if len(sinks) > 0 {
+		t.processors = append(t.processors, newMetricsProcessor(cfg.Prices, sinks, t.warned.report, cfg.ServiceVersion))
+	}
+	for _, exp := range exporters {
+		t.exporting.Add(1)
+		t.processors = append(t.processors, sdktrace.NewBatchSpanProcessor(&trackedExporter{SpanExporter: exp, wg: &t.exporting}))
 	}
 	opts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
-	for _, exp := range exporters {
-		opts = append(opts, sdktrace.WithBatcher(exp))
+	for _, p := range t.processors {
+		opts = append(opts, sdktrace.WithSpanProcessor(p))
 	}
-	provider := sdktrace.NewTracerProvider(opts...)
-	return &Tracing{
-		tracer:   provider.Tracer(ScopeName, oteltrace.WithInstrumentationVersion(cfg.ServiceVersion)),
-		provider: provider,
-		file:     file,
-	}, nil
+	t.provider = sdktrace.NewTracerProvider(opts...)
+	t.tracer = &stokeTracer{
+		Tracer:   t.provider.Tracer(ScopeName, oteltrace.WithInstrumentationVersion(cfg.ServiceVersion)),
+		endpoint: newModelEndpoint(cfg),
+	}
+	return t, nil
 }
 
 // newResource describes this process: service name and version, the SDK, and the
@@ -226,25 +285,74 @@ func (t *Tracing) Tracer() Tracer {
 	return t.tracer
 }
 
-// Shutdown ends every span still buffered in the exporters, flushes them and closes the
-// trace file; later spans are dropped. It returns when done or when ctx ends: give it a
-// context that outlives the run's (context.WithoutCancel plus a timeout). It is
-// idempotent and does nothing when disabled.
+// Shutdown ends every span still buffered, flushes the spans and metrics and closes the
+// trace file; later spans are dropped. It returns within FlushTimeout (or when ctx
+// ends, if sooner): exports still under way then are cancelled, and reported as the one
+// warning line a failed export gets. It is idempotent and does nothing when disabled.
+// The returned error is about the trace file only.
 func (t *Tracing) Shutdown(ctx context.Context) error {
 	if !t.Enabled() {
 		return nil
 	}
 	t.shutdownOnce.Do(func() {
-		var err error
-		if e := t.provider.Shutdown(ctx); e != nil {
-			err = fmt.Errorf("trace shutdown: %w", e)
+		ctx, cancel := context.WithTimeout(ctx, FlushTimeout)
+		defer cancel()
+		stop := context.AfterFunc(ctx, t.abort)
+		var perr error
+		for _, p := range t.processors {
+			perr = errors.Join(perr, p.Shutdown(ctx))
 		}
-		if t.file != nil {
-			if e := t.file.Close(); e != nil {
+		perr = errors.Join(perr, t.provider.Shutdown(ctx))
+		stop()
+		t.abort()
+		if perr != nil {
+			// The batch processors go on in the background; the abort ends their sends.
+			waitGroup(&t.exporting, shutdownGrace)
+		}
+		var err error
+		for _, c := range t.closers {
+			if e := c.Close(); e != nil {
 				err = errors.Join(err, fmt.Errorf("trace file: %w", e))
 			}
+		}
+		if perr != nil && !errors.Is(perr, context.DeadlineExceeded) && !errors.Is(perr, context.Canceled) {
+			err = errors.Join(err, fmt.Errorf("trace shutdown: %w", perr))
+		} else if perr != nil {
+			t.warned.report(fmt.Errorf("gave up after %v: %w", FlushTimeout, perr))
 		}
 		t.shutdownErr = err
 	})
 	return t.shutdownErr
+}
+
+// shutdownGrace is how long Shutdown waits, after its deadline, for the aborted exports
+// to return, so that the trace file is not closed under a write.
+const shutdownGrace = 250 * time.Millisecond
+
+// waitGroup waits for wg, at most d.
+func waitGroup(wg *sync.WaitGroup, d time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+	}
+}
+
+// trackedExporter marks its exporter's shutdown in a WaitGroup.
+type trackedExporter struct {
+	sdktrace.SpanExporter
+	wg   *sync.WaitGroup
+	once sync.Once
+}
+
+func (e *trackedExporter) Shutdown(ctx context.Context) error {
+	err := e.SpanExporter.Shutdown(ctx)
+	e.once.Do(e.wg.Done)
+	return err
 }

@@ -1,15 +1,19 @@
 package trace
 
 import (
-	"bufio"
+	"bytes"
 	"context"
-	"encoding/json"
+	"encoding/hex"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/otel/trace/noop"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"go.uber.org/goleak"
 )
 
@@ -25,9 +29,9 @@ func shutdown(t *testing.T, tr *Tracing) {
 
 func TestSetupDisabled(t *testing.T) {
 	running := goleak.IgnoreCurrent()
-	tr := mustSetup(t, Config{ServiceName: "stoke", ServiceVersion: "1.2.3"})
+	tr := mustSetup(t, Config{ServiceName: "stoke", ServiceVersion: "1.2.3", Provider: "openai"})
 	if tr.Enabled() {
-		t.Error("Enabled() = true for an empty config")
+		t.Error("Enabled() = true for a config that exports nothing")
 	}
 	if _, ok := tr.Tracer().(noop.Tracer); !ok {
 		t.Errorf("Tracer() = %T, want noop.Tracer", tr.Tracer())
@@ -45,125 +49,174 @@ func TestSetupDisabled(t *testing.T) {
 	}
 }
 
-// fileSpan is the part of a stdouttrace JSON line the tests read.
-type fileSpan struct {
-	Name        string
-	SpanContext struct{ TraceID, SpanID string }
-	Parent      struct{ TraceID, SpanID string }
-	Attributes  []struct {
-		Key   string
-		Value struct {
-			Type  string
-			Value any
-		}
-	}
-	Links []struct {
-		SpanContext struct{ TraceID, SpanID string }
-	}
-	Resource []struct {
-		Key   string
-		Value struct{ Value any }
-	}
+// scenario plays what a run records: the parent's turn launches a subagent with a task
+// call (turn 1) and continues it with send_message (turn 2, under the registry's
+// context), and makes a model call of its own.
+type scenario struct {
+	parent, taskCall, sendCall SpanContext
+	turn1, turn2               SpanContext
 }
 
-func (s fileSpan) attr(key string) any {
-	for _, a := range s.Attributes {
-		if a.Key == key {
-			return a.Value.Value
-		}
-	}
-	return nil
+func playScenario(tracer Tracer) scenario {
+	var sc scenario
+	pctx, parent := StartTurn(context.Background(), tracer, TurnInfo{SessionID: "s1", Agent: "parent", Turn: 1})
+	taskCtx, taskCall := StartToolCall(pctx, tracer, "task", "call_task")
+	sc.turn1 = simulateTurn(taskCtx, tracer, TurnInfo{SessionID: "s1", Agent: "explorer", TaskID: "t_1", SubagentType: "explorer", Turn: 1, Continuation: "fresh"})
+	EndToolCall(taskCall, false)
+	sendCtx, sendCall := StartToolCall(pctx, tracer, "send_message", "call_send")
+	sc.turn2 = simulateTurn(context.Background(), tracer, TurnInfo{
+		SessionID: "s1", Agent: "explorer", TaskID: "t_1", SubagentType: "explorer", Turn: 2, Continuation: "resident",
+		Caller: SpanContextFrom(sendCtx),
+	})
+	EndToolCall(sendCall, false)
+	EndTurn(parent, "completed", nil)
+	sc.parent, sc.taskCall, sc.sendCall = parent.SpanContext(), taskCall.SpanContext(), sendCall.SpanContext()
+	return sc
 }
 
-func (s fileSpan) resource(key string) any {
-	for _, a := range s.Resource {
-		if a.Key == key {
-			return a.Value.Value
-		}
-	}
-	return nil
-}
-
-func readSpans(t *testing.T, path string) []fileSpan {
+// checkScenario checks decoded requests against the scenario: ids, parent links, links
+// to callers, the GenAI attributes and the resource's service.name.
+func checkScenario(t *testing.T, reqs []*coltracepb.ExportTraceServiceRequest, sc scenario, service string) {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []fileSpan
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var s fileSpan
-		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
-			t.Fatalf("line %d is not one JSON span: %v\n%s", len(out)+1, err, sc.Bytes())
+	var spans []*tracepb.Span
+	for _, req := range reqs {
+		for _, rs := range req.ResourceSpans {
+			if got := kv(rs.Resource.Attributes)["service.name"].GetStringValue(); got != service {
+				t.Errorf("resource service.name = %q, want %q", got, service)
+			}
+			for _, ss := range rs.ScopeSpans {
+				if ss.Scope.Name != ScopeName {
+					t.Errorf("scope %q", ss.Scope.Name)
+				}
+				spans = append(spans, ss.Spans...)
+			}
 		}
-		out = append(out, s)
 	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
+	if len(spans) != 3+2*5 {
+		t.Fatalf("got %d spans, want 13 (parent turn, task, send_message, 2 × (turn, 2 chats, 2 tools))", len(spans))
 	}
-	return out
+	id := func(b []byte) string { return hex.EncodeToString(b) }
+	byID := map[string]*tracepb.Span{}
+	for _, s := range spans {
+		if len(s.TraceId) != 16 || len(s.SpanId) != 8 || s.EndTimeUnixNano < s.StartTimeUnixNano || s.StartTimeUnixNano == 0 {
+			t.Errorf("%s: trace id %x, span id %x, times %d..%d", s.Name, s.TraceId, s.SpanId, s.StartTimeUnixNano, s.EndTimeUnixNano)
+		}
+		byID[id(s.SpanId)] = s
+	}
+	for _, tc := range []struct {
+		name   string
+		turn   SpanContext
+		caller SpanContext
+		n      int64
+	}{{"turn 1", sc.turn1, sc.taskCall, 1}, {"turn 2", sc.turn2, sc.sendCall, 2}} {
+		root := byID[tc.turn.SpanID().String()]
+		if root == nil {
+			t.Fatalf("%s: span not exported", tc.name)
+		}
+		if id(root.TraceId) != tc.turn.TraceID().String() || len(root.ParentSpanId) != 0 {
+			t.Errorf("%s: trace %x parent %x, want its own trace as a root", tc.name, root.TraceId, root.ParentSpanId)
+		}
+		if len(root.Links) != 1 || id(root.Links[0].SpanId) != tc.caller.SpanID().String() || id(root.Links[0].TraceId) != tc.caller.TraceID().String() {
+			t.Errorf("%s: links %v, want the caller %s", tc.name, root.Links, tc.caller.SpanID())
+		}
+		a := kv(root.Attributes)
+		for k, want := range map[string]string{
+			"gen_ai.operation.name": "invoke_agent", "gen_ai.provider.name": "openai", "gen_ai.agent.name": "explorer",
+			"gen_ai.agent.id": "t_1", "gen_ai.conversation.id": "s1",
+		} {
+			if got := a[k].GetStringValue(); got != want {
+				t.Errorf("%s: %s = %q, want %q", tc.name, k, got, want)
+			}
+		}
+		if got := a["stoke.turn"].GetIntValue(); got != tc.n {
+			t.Errorf("%s: stoke.turn = %d", tc.name, got)
+		}
+		var finishes []string
+		children := 0
+		for _, s := range spans {
+			if id(s.TraceId) != tc.turn.TraceID().String() || s == root {
+				continue
+			}
+			children++
+			if id(s.ParentSpanId) != tc.turn.SpanID().String() {
+				t.Errorf("%s: %s has parent %x, want the turn", tc.name, s.Name, s.ParentSpanId)
+			}
+			if s.Name != "chat gpt-4o-mini" {
+				continue
+			}
+			if s.Kind != tracepb.Span_SPAN_KIND_CLIENT {
+				t.Errorf("chat kind %v", s.Kind)
+			}
+			a := kv(s.Attributes)
+			for k, want := range map[string]string{
+				"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": "gpt-4o-mini",
+				"gen_ai.response.model": "gpt-4o-mini-2024-07-18", "gen_ai.response.id": "msg_1",
+				"gen_ai.conversation.id": "s1", "server.address": "127.0.0.1",
+			} {
+				if got := a[k].GetStringValue(); got != want {
+					t.Errorf("chat: %s = %q, want %q", k, got, want)
+				}
+			}
+			if got := a["server.port"].GetIntValue(); got != 8080 {
+				t.Errorf("chat: server.port = %d", got)
+			}
+			if a["gen_ai.usage.input_tokens"].GetIntValue() == 0 {
+				t.Error("chat: no gen_ai.usage.input_tokens")
+			}
+			if _, ok := a["gen_ai.input.messages"]; ok {
+				t.Error("chat: content recorded without opting in")
+			}
+			for _, v := range a["gen_ai.response.finish_reasons"].GetArrayValue().GetValues() {
+				finishes = append(finishes, v.GetStringValue())
+			}
+		}
+		if children != 4 {
+			t.Errorf("%s: %d children, want 4", tc.name, children)
+		}
+		if strings.Join(finishes, ",") != "tool_call,stop" {
+			t.Errorf("%s: finish reasons %v, want the conventions' tool_call then stop", tc.name, finishes)
+		}
+	}
+	parent := byID[sc.parent.SpanID().String()]
+	if parent == nil || kv(parent.Attributes)["gen_ai.agent.id"].GetStringValue() != "s1" {
+		t.Errorf("parent turn %v, want gen_ai.agent.id = the session", parent)
+	}
+	for _, call := range []SpanContext{sc.taskCall, sc.sendCall} {
+		if s := byID[call.SpanID().String()]; s == nil || id(s.ParentSpanId) != sc.parent.SpanID().String() {
+			t.Errorf("tool call %s is not a child of the parent turn", call.SpanID())
+		}
+	}
 }
 
-func TestSetupFile(t *testing.T) {
+// TestTraceFileOTLP: --trace-file holds one ExportTraceServiceRequest per line, in the
+// OTLP JSON encoding the official types decode.
+func TestTraceFileOTLP(t *testing.T) {
 	t.Setenv("OTEL_SERVICE_NAME", "")
 	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "")
 	path := filepath.Join(t.TempDir(), "trace.jsonl")
 	if err := os.WriteFile(path, []byte("stale content\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tr := mustSetup(t, Config{File: path, ServiceName: "stoke-test", ServiceVersion: "0.9.0"})
+	tr := mustSetup(t, Config{File: path, ServiceName: "stoke-test", ServiceVersion: "0.9.0", Provider: "openai", ServerURL: "http://127.0.0.1:8080/v1"})
 	if !tr.Enabled() {
 		t.Fatal("Enabled() = false with a file")
 	}
-	tracer := tr.Tracer()
-	turn1 := simulateTurn(context.Background(), tracer, TurnInfo{SessionID: "s1", Agent: "explorer", TaskID: "t_1", Turn: 1, Continuation: "fresh"})
-	turn2 := simulateTurn(context.Background(), tracer, TurnInfo{SessionID: "s1", Agent: "explorer", TaskID: "t_1", Turn: 2, Continuation: "resident", Caller: turn1})
+	sc := playScenario(tr.Tracer())
 	shutdown(t, tr)
 	if err := tr.Shutdown(context.Background()); err != nil {
 		t.Errorf("second Shutdown: %v", err)
 	}
-
-	spans := readSpans(t, path)
-	if len(spans) != 10 {
-		t.Fatalf("file holds %d spans, want 10 (2 × turn, 2 model calls, 2 tools)", len(spans))
+	reqs := readTraceFile(t, path)
+	if len(reqs) == 0 {
+		t.Fatal("the trace file is empty")
 	}
-	turns := map[string]fileSpan{}
-	for _, s := range spans {
-		if s.Name == "invoke_agent explorer" {
-			turns[s.SpanContext.TraceID] = s
-		}
-		if got := s.resource("service.name"); got != "stoke-test" {
-			t.Errorf("%s: service.name %v", s.Name, got)
-		}
-		if got := s.resource("service.version"); got != "0.9.0" {
-			t.Errorf("%s: service.version %v", s.Name, got)
-		}
-	}
-	if len(turns) != 2 {
-		t.Fatalf("got turn spans in %d traces, want 2", len(turns))
-	}
-	t2, ok := turns[turn2.TraceID().String()]
-	if !ok {
-		t.Fatal("turn 2's trace not in the file")
-	}
-	if got := t2.attr(string(AttrContinuation)); got != "resident" {
-		t.Errorf("turn 2 continuation %v", got)
-	}
-	if got := t2.attr(string(AttrTurn)); got != float64(2) {
-		t.Errorf("turn 2 stoke.turn %v", got)
-	}
-	if len(t2.Links) != 1 || t2.Links[0].SpanContext.SpanID != turn1.SpanID().String() {
-		t.Errorf("turn 2 links %+v, want turn 1's span %s", t2.Links, turn1.SpanID())
-	}
+	checkScenario(t, reqs, sc, "stoke-test")
 
 	// Spans after Shutdown are dropped, and the closed file is not written.
-	_, late := StartTurn(context.Background(), tracer, TurnInfo{Agent: "parent", Turn: 9})
+	_, late := StartTurn(context.Background(), tr.Tracer(), TurnInfo{Agent: "parent", Turn: 9})
 	EndTurn(late, "completed", nil)
-	if n := len(readSpans(t, path)); n != 10 {
-		t.Errorf("after Shutdown the file holds %d spans, want 10", n)
+	if n := len(readTraceFile(t, path)); n != len(reqs) {
+		t.Errorf("after Shutdown the file holds %d lines, want %d", n, len(reqs))
 	}
 }
 
@@ -174,11 +227,11 @@ func TestSetupErrors(t *testing.T) {
 		cfg  Config
 	}{
 		{"file in a missing directory", Config{File: filepath.Join(dir, "missing", "trace.jsonl")}},
-		{"endpoint without a scheme", Config{OTLPEndpoint: "localhost:4318"}},
-		{"endpoint with another scheme", Config{OTLPEndpoint: "grpc://localhost:4317"}},
-		{"bad endpoint with a good file", Config{OTLPEndpoint: "://nope", File: filepath.Join(dir, "ok.jsonl")}},
-		{"header name with a space", Config{OTLPEndpoint: "http://localhost:4318/v1/traces", Headers: map[string]string{"bad key": "1"}}},
-		{"header value with a line break", Config{OTLPEndpoint: "http://localhost:4318/v1/traces", Headers: map[string]string{"k": "a\r\nb"}}},
+		{"endpoint without a scheme", Config{Traces: Exporter{Endpoint: "localhost:4318"}}},
+		{"endpoint with another scheme", Config{Traces: Exporter{Endpoint: "grpc://localhost:4317"}}},
+		{"bad metrics endpoint", Config{Metrics: Exporter{Endpoint: "://nope"}, File: filepath.Join(dir, "ok.jsonl")}},
+		{"header name with a space", Config{Traces: Exporter{Endpoint: "http://localhost:4318/v1/traces", Headers: map[string]string{"bad key": "1"}}}},
+		{"header value with a line break", Config{Traces: Exporter{Endpoint: "http://localhost:4318/v1/traces", Headers: map[string]string{"k": "a\r\nb"}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -196,32 +249,35 @@ func TestSetupErrors(t *testing.T) {
 	}
 }
 
-func TestEndpointFromEnv(t *testing.T) {
-	tests := []struct {
-		name string
-		env  map[string]string
-		want string
-	}{
-		{"none", nil, ""},
-		{"base", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"}, "http://collector:4318/v1/traces"},
-		{"base with slash", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "https://collector:4318/"}, "https://collector:4318/v1/traces"},
-		{"base with path", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "https://otlp.example.com/otlp"}, "https://otlp.example.com/otlp/v1/traces"},
-		{"traces as is", map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://collector:4318/custom"}, "http://collector:4318/custom"},
-		{"traces wins", map[string]string{
-			"OTEL_EXPORTER_OTLP_ENDPOINT":        "http://base:4318",
-			"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://traces:4318/v1/traces",
-		}, "http://traces:4318/v1/traces"},
-		{"blank traces falls back", map[string]string{
-			"OTEL_EXPORTER_OTLP_ENDPOINT":        "http://base:4318",
-			"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "  ",
-		}, "http://base:4318/v1/traces"},
+// TestConsoleExporter: OTEL_TRACES_EXPORTER=console writes OTLP JSON lines to the
+// console writer (stderr in the CLI).
+func TestConsoleExporter(t *testing.T) {
+	var console bytes.Buffer
+	cfg, err := ConfigFromEnv(envOf(map[string]string{"OTEL_TRACES_EXPORTER": "console"}), &syncWriter{w: &console})
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			lookup := func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok }
-			if got := EndpointFromEnv(lookup); got != tt.want {
-				t.Errorf("EndpointFromEnv = %q, want %q", got, tt.want)
-			}
-		})
+	cfg.Provider, cfg.ServerURL = "openai", "http://127.0.0.1:8080/v1"
+	cfg.ServiceName = "stoke-console"
+	t.Setenv("OTEL_SERVICE_NAME", "")
+	t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "")
+	tr := mustSetup(t, cfg)
+	sc := playScenario(tr.Tracer())
+	shutdown(t, tr)
+	var reqs []*coltracepb.ExportTraceServiceRequest
+	for line := range bytes.Lines(console.Bytes()) {
+		reqs = append(reqs, decodeTraces(t, bytes.TrimSpace(line), "application/json"))
+	}
+	checkScenario(t, reqs, sc, "stoke-console")
+}
+
+// logLines returns a logger writing to a buffer, and the buffer's lines.
+func logLines() (*slog.Logger, func() []string) {
+	var buf bytes.Buffer
+	w := &syncWriter{w: &buf}
+	return slog.New(slog.NewTextHandler(w, nil)), func() []string {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return strings.Split(strings.TrimSpace(buf.String()), "\n")
 	}
 }

@@ -13,6 +13,7 @@ package price
 
 import (
 	"strings"
+	"sync"
 
 	"github.com/stoke-cli/stoke/agents/llm"
 )
@@ -47,7 +48,14 @@ func (p Price) Cost(u llm.Usage) float64 {
 // Table prices models by name. The zero Table knows no model. A Table is immutable:
 // With returns a new one, so a Table is safe for concurrent use.
 type Table struct {
-	prices map[string]Price
+	prices  map[string]Price
+	unknown *unknownHook // nil: unknown models cost 0 silently
+}
+
+// unknownHook reports each model name a table cannot price, once.
+type unknownHook struct {
+	report func(model string)
+	seen   sync.Map // model name → struct{}
 }
 
 // defaultPrices returns list prices in USD per million tokens as of November 2026
@@ -138,7 +146,33 @@ func (t Table) With(overrides map[string]Price) Table {
 		}
 		prices[name] = p
 	}
-	return Table{prices: prices}
+	return Table{prices: prices, unknown: t.unknown}
+}
+
+// WarnUnknown returns t with a hook: the first time Cost meets a model that t cannot
+// price (see Known), report is called with its name, so that the caller can say once
+// that the run's cost is understated. report may be called from several goroutines.
+func (t Table) WarnUnknown(report func(model string)) Table {
+	t.unknown = &unknownHook{report: report}
+	return t
+}
+
+// Known reports whether t prices model: a model of the table, or a free one (the
+// scripted provider's).
+func (t Table) Known(model string) bool {
+	if isFree(model) {
+		return true
+	}
+	_, ok := t.Lookup(model)
+	return ok
+}
+
+func isFree(model string) bool {
+	name := strings.ToLower(strings.TrimSpace(model))
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		name = name[i+1:]
+	}
+	return strings.HasPrefix(name, freePrefix)
 }
 
 // cacheRule returns the cache-read and cache-write multipliers of input price for the
@@ -188,10 +222,15 @@ func (t Table) Lookup(model string) (Price, bool) {
 }
 
 // Cost returns the estimated cost in USD of usage u on model; 0 when the model is
-// unknown or free (scripted).
+// unknown (reported once to the WarnUnknown hook) or free (scripted).
 func (t Table) Cost(model string, u llm.Usage) float64 {
 	p, ok := t.Lookup(model)
 	if !ok {
+		if h := t.unknown; h != nil && model != "" && !isFree(model) {
+			if _, seen := h.seen.LoadOrStore(model, struct{}{}); !seen {
+				h.report(model)
+			}
+		}
 		return 0
 	}
 	return p.Cost(u)

@@ -2,7 +2,9 @@ package price
 
 import (
 	"math"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/go-viper/mapstructure/v2"
@@ -228,5 +230,47 @@ func BenchmarkCost(b *testing.B) {
 	u := llm.Usage{InputTokens: 1200, OutputTokens: 300, CacheReadInputTokens: 4000}
 	for b.Loop() {
 		table.Cost("claude-sonnet-4-5-20250929", u)
+	}
+}
+
+func TestKnownAndWarnUnknown(t *testing.T) {
+	t.Parallel()
+	tab := Default().With(map[string]Price{"acme-small": {Input: 1, Output: 1}})
+	for model, want := range map[string]bool{
+		"gpt-4o": true, "claude-sonnet-4-20250514": true, "acme-small": true, "scripted-demo": true,
+		"acme-large": false, "gpt-5.1": false, "": false,
+	} {
+		if got := tab.Known(model); got != want {
+			t.Errorf("Known(%q) = %v, want %v", model, got, want)
+		}
+	}
+	var (
+		mu   sync.Mutex
+		seen []string
+	)
+	warned := tab.WarnUnknown(func(m string) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, m)
+	}).With(map[string]Price{"acme-medium": {Input: 2}}) // the hook survives With
+	u := llm.Usage{InputTokens: 1_000_000}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for _, m := range []string{"acme-large", "gpt-4o", "scripted", "acme-medium", "acme-large", "other"} {
+				warned.Cost(m, u)
+			}
+		})
+	}
+	wg.Wait()
+	slices.Sort(seen)
+	if !slices.Equal(seen, []string{"acme-large", "other"}) {
+		t.Errorf("reported %v, want each unknown model once", seen)
+	}
+	if c := warned.Cost("acme-medium", u); c != 2 {
+		t.Errorf("acme-medium costs %v", c)
+	}
+	if c := tab.Cost("acme-large", u); c != 0 {
+		t.Errorf("an unknown model costs %v", c)
 	}
 }

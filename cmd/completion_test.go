@@ -1,0 +1,36 @@
+package cmd
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestCompletion(t *testing.T) {
+	t.Parallel()
+	for shell, marker := range map[string]string{
+		"bash":       "# bash completion V2 for stoke",
+		"zsh":        "#compdef stoke",
+		"fish":       "# fish completion for stoke",
+		"powershell": "# powershell completion for stoke",
+	} {
+		t.Run(shell, func(t *testing.T) {
+			t.Parallel()
+			got := newTestProcess(t).run(t, "completion", shell)
+			if got.code != 0 || !strings.HasPrefix(got.stdout, marker) || got.stderr != "" {
+				t.Errorf("completion %s: code %d, stderr %q, stdout starts %q", shell, got.code, got.stderr, got.stdout[:min(len(got.stdout), 60)])
+			}
+		})
+	}
+	for _, args := range [][]string{{"completion"}, {"completion", "tcsh"}, {"completion", "bash", "zsh"}} {
+		if got := newTestProcess(t).run(t, args...); got.code != 2 || !strings.Contains(got.stderr, "bash, zsh, fish or powershell") {
+			t.Errorf("%q: code %d, stderr %q; want a usage error naming the shells", args, got.code, got.stderr)
+		}
+	}
+	// The scripts call the hidden __complete command: flags and subcommands complete.
+	if got := newTestProcess(t).run(t, "__complete", "--output-f"); !strings.Contains(got.stdout, "--output-format") {
+		t.Errorf("__complete --output-f = %q", got.stdout)
+	}
+	if got := newTestProcess(t).run(t, "__complete", "compl"); !strings.Contains(got.stdout, "completion") {
+		t.Errorf("__complete compl = %q", got.stdout)
+	}
+}
