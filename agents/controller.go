@@ -108,7 +108,9 @@ func (r *Registry) runTurn(ctx context.Context, c *controller, e *entry, t turn)
 		SessionID: r.cfg.SessionID, Agent: row.SubagentType, TaskID: string(c.id), SubagentType: row.SubagentType,
 		Turn: t.n, Continuation: t.continuation, Caller: t.caller,
 	})
-	res, err := r.execute(ctx, c, e, t)
+	res, err := e.def.runLimited(ctx, func(ctx context.Context) (TurnResult, error) { // the definition's MaxTime
+		return r.execute(ctx, c, e, t)
+	})
 	if err != nil {
 		res = TurnResult{Reason: ReasonError, Err: err}
 	}

@@ -358,7 +358,7 @@ func (r *Registry) newRuntime(c *controller, e *entry, def Definition, tr *Trans
 			}
 			return ""
 		},
-		MaxSteps: r.cfg.MaxSteps,
+		MaxSteps: def.StepCap(r.cfg.MaxSteps), // the definition may lower the cap (maxTurns)
 		Inbox:    &entryInbox{r: r, e: e, c: c},
 		Store:    store,
 		Emit:     r.cfg.Emit,
