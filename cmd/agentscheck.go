@@ -46,7 +46,7 @@ its model falls back to the parent's when there is no parent model; 2 for bad us
 	}
 	f := c.Flags()
 	f.SortFlags = false
-	f.Bool("json", false, "print one JSON object")
+	f.Bool("json", false, "print one JSON object, on one line")
 	f.String("provider", "", "openai | anthropic | scripted, as for a run")
 	f.StringP("model", "m", "", "the parent's model, as for a run")
 	f.String("scenario", "", "scenario `FILE` for the scripted provider (its model is the parent's)")
@@ -172,9 +172,7 @@ func checkAgents(deps *Deps, flags *pflag.FlagSet) error {
 	}
 	r.OK = len(cannot) == 0
 	if flag, _ := flags.GetBool("json"); flag {
-		enc := json.NewEncoder(deps.Out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(r); err != nil {
+		if err := json.NewEncoder(deps.Out).Encode(r); err != nil { // one line, for jq and NDJSON readers
 			return err
 		}
 	} else if err := r.writeText(deps.Out); err != nil {
