@@ -456,31 +456,32 @@ func (l *toolList) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-// qwenTools maps Qwen Code's tool names (and the display names its files sometimes use)
+// qwenTool maps Qwen Code's tool names (and the display names its files sometimes use)
 // to stoke's workspace tools. list_directory is glob (pattern "*" lists a directory, and
 // glob marks directories with a trailing /); read_many_files is read_file and glob (find
 // the files, then read each). Both are read-only, as the Qwen Code tools are.
-var qwenTools = map[string][]string{
-	"read_file":           {tools.NameReadFile},
-	"ReadFile":            {tools.NameReadFile},
-	"write_file":          {tools.NameWriteFile},
-	"WriteFile":           {tools.NameWriteFile},
-	"replace":             {tools.NameEdit},
-	"glob":                {tools.NameGlob},
-	"FindFiles":           {tools.NameGlob},
-	"list_directory":      {tools.NameGlob},
-	"ReadFolder":          {tools.NameGlob},
-	"read_many_files":     {tools.NameReadFile, tools.NameGlob},
-	"ReadManyFiles":       {tools.NameReadFile, tools.NameGlob},
-	"search_file_content": {tools.NameGrep},
-	"grep_search":         {tools.NameGrep},
-	"SearchText":          {tools.NameGrep},
-	"run_shell_command":   {tools.NameShell},
-	"Shell":               {tools.NameShell},
+func qwenTool(name string) ([]string, bool) {
+	switch name {
+	case "read_file", "ReadFile":
+		return []string{tools.NameReadFile}, true
+	case "write_file", "WriteFile":
+		return []string{tools.NameWriteFile}, true
+	case "replace":
+		return []string{tools.NameEdit}, true
+	case "glob", "FindFiles", "list_directory", "ReadFolder":
+		return []string{tools.NameGlob}, true
+	case "read_many_files", "ReadManyFiles":
+		return []string{tools.NameReadFile, tools.NameGlob}, true
+	case "search_file_content", "grep_search", "SearchText":
+		return []string{tools.NameGrep}, true
+	case "run_shell_command", "Shell":
+		return []string{tools.NameShell}, true
+	}
+	return nil, false
 }
 
 // mapTool maps a tool name of an agent file to stoke's: Claude Code's names of the
-// workspace tools (tools.CanonicalName) and Qwen Code's (qwenTools) to one or two
+// workspace tools (tools.CanonicalName) and Qwen Code's (qwenTool) to one or two
 // workspace tools, an MCP tool name (mcp__server__tool) to itself. Anything else (web_fetch,
 // WebSearch, Task, TodoWrite, a rule such as Bash(git:*), ...) stoke has no tool for:
 // ok is false.
@@ -488,7 +489,7 @@ func mapTool(name string) ([]string, bool) {
 	if canon, ok := tools.CanonicalName(name); ok {
 		return []string{canon}, true
 	}
-	if ts, ok := qwenTools[name]; ok {
+	if ts, ok := qwenTool(name); ok {
 		return ts, true
 	}
 	if strings.HasPrefix(name, mcp.Prefix) && len(name) > len(mcp.Prefix) {

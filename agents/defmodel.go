@@ -2,7 +2,6 @@ package agents
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 )
 
@@ -13,23 +12,27 @@ import (
 // resolved when the catalog is built (ResolveModel), through the model-aliases map of
 // the settings, and the registry only ever sees a model name or "" (the parent's).
 
-// modelAliasWords are the model values of agent files that stand for a model rather
-// than name one: Claude Code's aliases (sonnet, opus, haiku, default, opusplan, best,
-// and any of them with a [1m] suffix) and Qwen Code's fast. inherit is handled apart.
-var modelAliasWords = []string{"sonnet", "opus", "haiku", "default", "opusplan", "best", "fast"}
-
-// IsModelAlias reports whether name stands for a model rather than naming one (see
-// modelAliasWords); case does not matter.
+// IsModelAlias reports whether name stands for a model rather than naming one: Claude
+// Code's aliases (sonnet, opus, haiku, default, opusplan, best, and any of them with a
+// [1m] suffix) and Qwen Code's fast; case does not matter. inherit is handled apart.
 func IsModelAlias(name string) bool {
-	n := strings.ToLower(strings.TrimSpace(name))
-	n = strings.TrimSuffix(n, "[1m]")
-	return slices.Contains(modelAliasWords, n)
+	switch strings.TrimSuffix(strings.ToLower(strings.TrimSpace(name)), "[1m]") {
+	case "sonnet", "opus", "haiku", "default", "opusplan", "best", "fast":
+		return true
+	}
+	return false
 }
 
-// modelProviders are the names that may qualify a model as provider:model: stoke's
-// network providers, and Qwen Code's auth types. A colon after anything else is part of
-// the model name (Ollama's llama3:8b).
-var modelProviders = []string{"openai", "anthropic", "scripted", "gemini", "vertex-ai", "qwen-oauth"}
+// modelProvider reports whether p may qualify a model as provider:model: stoke's
+// providers, and Qwen Code's auth types. A colon after anything else is part of the
+// model name (Ollama's llama3:8b).
+func modelProvider(p string) bool {
+	switch strings.ToLower(p) {
+	case "openai", "anthropic", "scripted", "gemini", "vertex-ai", "qwen-oauth":
+		return true
+	}
+	return false
+}
 
 // ModelResolution is what became of a definition's model field.
 type ModelResolution struct {
@@ -75,7 +78,7 @@ func ResolveModel(written string, aliases map[string]string, provider string) Mo
 		r.Problem = fmt.Sprintf("model %q is an alias that model-aliases does not map", w)
 		return r
 	}
-	if p, m, ok := strings.Cut(w, ":"); ok && slices.Contains(modelProviders, strings.ToLower(p)) {
+	if p, m, ok := strings.Cut(w, ":"); ok && modelProvider(p) {
 		if !strings.EqualFold(p, provider) {
 			r.Problem = fmt.Sprintf("model %q is for provider %s; this run uses %s", w, p, providerName(provider))
 			return r

@@ -305,3 +305,35 @@ rules:
 		t.Errorf("the parent was not told of the sleeper's time limit:\n%s", run.stdout)
 	}
 }
+
+// BenchmarkLoadCorpus measures what loading the corpus (36 agent files, aliases resolved)
+// adds to a run's start.
+func BenchmarkLoadCorpus(b *testing.B) {
+	project := b.TempDir()
+	for _, dir := range []string{".claude/agents", ".qwen/agents"} {
+		entries, err := os.ReadDir(filepath.Join(corpusDir, dir))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Join(project, dir), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		for _, e := range entries {
+			data, err := os.ReadFile(filepath.Join(corpusDir, dir, e.Name()))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(project, dir, e.Name()), data, 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	o := agents.LoadOptions{ProjectDir: project, ModelAliases: map[string]string{"sonnet": "gpt-4.1"}, Provider: "openai"}
+	b.ReportAllocs()
+	for b.Loop() {
+		c, _ := agents.LoadDefinitions(o)
+		if len(c) != 37 {
+			b.Fatalf("%d definitions", len(c))
+		}
+	}
+}
