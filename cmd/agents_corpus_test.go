@@ -61,19 +61,27 @@ func wantModels(t *testing.T) map[string]string {
 }
 
 // corpusProject copies the corpus's agent directories into p's project.
-func corpusProject(t *testing.T, p *testProcess) {
-	t.Helper()
+func corpusProject(t *testing.T, p *testProcess) { copyCorpus(t, p.cwd) }
+
+// copyCorpus copies the corpus's agent directories into project.
+func copyCorpus(tb testing.TB, project string) {
+	tb.Helper()
 	for _, dir := range []string{".claude/agents", ".qwen/agents"} {
 		entries, err := os.ReadDir(filepath.Join(corpusDir, dir))
 		if err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Join(project, dir), 0o755); err != nil {
+			tb.Fatal(err)
 		}
 		for _, e := range entries {
 			data, err := os.ReadFile(filepath.Join(corpusDir, dir, e.Name()))
-			if err != nil {
-				t.Fatal(err)
+			if err == nil {
+				err = os.WriteFile(filepath.Join(project, dir, e.Name()), data, 0o644)
 			}
-			writeFile(t, filepath.Join(p.cwd, dir, e.Name()), string(data))
+			if err != nil {
+				tb.Fatal(err)
+			}
 		}
 	}
 }
@@ -310,24 +318,7 @@ rules:
 // adds to a run's start.
 func BenchmarkLoadCorpus(b *testing.B) {
 	project := b.TempDir()
-	for _, dir := range []string{".claude/agents", ".qwen/agents"} {
-		entries, err := os.ReadDir(filepath.Join(corpusDir, dir))
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := os.MkdirAll(filepath.Join(project, dir), 0o755); err != nil {
-			b.Fatal(err)
-		}
-		for _, e := range entries {
-			data, err := os.ReadFile(filepath.Join(corpusDir, dir, e.Name()))
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(project, dir, e.Name()), data, 0o644); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
+	copyCorpus(b, project)
 	o := agents.LoadOptions{ProjectDir: project, ModelAliases: map[string]string{"sonnet": "gpt-4.1"}, Provider: "openai"}
 	b.ReportAllocs()
 	for b.Loop() {
