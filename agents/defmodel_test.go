@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -50,4 +51,33 @@ func TestResolveModel(t *testing.T) {
 	if got := ResolveModel("sonnet", nil, "openai"); got.Model != "" || got.Problem == "" {
 		t.Errorf("without aliases: %+v", got)
 	}
+}
+
+// Agent files come from strangers: whatever they hold, parsing returns a definition with
+// a valid name or an error, and never panics; a parsed model resolves to a model name
+// or the parent's, never to an alias.
+func FuzzParseDefinition(f *testing.F) {
+	for _, seed := range []string{
+		"---\nname: a\nmodel: sonnet\ntools: Read, list_directory\n---\nx ${task_prompt}\n",
+		"---\nname: q\nmodelConfig: {model: fast}\nrunConfig: {max_turns: 3, max_time_minutes: 0.5}\napprovalMode: bubble\n---\n",
+		"---\nname: h\nhooks:\n  PreToolUse:\n    - command: x\n  Stop:\n    - hooks: [{type: command, command: y, timeout: 3}]\n---\n",
+		"---\nname: d\ndescription: Use when: x. Example: y\nmcpServers: [a, {b: {command: c}}]\n---\n",
+		"\uFEFF---\r\nname: w\r\n---\r\n",
+		"---\nname: [x\n---\n",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, data string) {
+		d, _, err := ParseDefinition("x.md", []byte(data))
+		if err != nil {
+			return
+		}
+		if !validName.MatchString(d.Name) || len(d.Name) > 64 {
+			t.Fatalf("parsed an invalid name %q", d.Name)
+		}
+		r := ResolveModel(d.Model, map[string]string{"sonnet": "gpt-4.1"}, "openai")
+		if IsModelAlias(r.Model) || strings.EqualFold(r.Model, "inherit") {
+			t.Fatalf("model %q resolved to %q", d.Model, r.Model)
+		}
+	})
 }
