@@ -251,7 +251,7 @@ func (c *controller) runTurn(ctx context.Context, t turn) {
 		SessionID: c.env.cfg.SessionID, Agent: row.SubagentType, TaskID: string(c.id), SubagentType: row.SubagentType,
 		Turn: t.n, Continuation: t.continuation, Caller: t.caller,
 	})
-	res, err := c.execute(ctx, t)
+	res, err := c.def.runLimited(ctx, func(ctx context.Context) (TurnResult, error) { return c.execute(ctx, t) })
 	if err != nil {
 		res = TurnResult{Reason: ReasonError, Err: err}
 	}
@@ -339,7 +339,7 @@ func (c *controller) newRuntime(tr *store.Transcript, history []llm.Message, roo
 			return cfg.SubagentTools(def, root)
 		},
 		StopHook: c.stopHook,
-		MaxSteps: cfg.MaxSteps,
+		MaxSteps: def.StepCap(cfg.MaxSteps),
 		Inbox:    c,
 		Store:    chat,
 		Emit:     cfg.Emit,

@@ -5,16 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/stoke-cli/stoke/agents/hooks"
+	"github.com/stoke-cli/stoke/agents/mcp"
 	"github.com/stoke-cli/stoke/agents/tools"
 )
 
@@ -41,257 +40,248 @@ import (
 //
 // docs/agents.md describes the fields for users.
 
-// LoadOptions says where LoadDefinitions looks.
-type LoadOptions struct {
-	// ProjectDir is the project root (the working directory); "" reads no project
-	// directory.
-	ProjectDir string
-	// UserStokeHome is $STOKE_HOME, resolved by the caller (its default is ~/.stoke);
-	// "" reads no user directory. The loader itself reads no environment.
-	UserStokeHome string
-	// Bare skips the project's directories, as --bare skips the project's settings: a
-	// repository's agent files carry prompts, tool lists, approval modes and hooks (shell
-	// commands), all project configuration. The user's directory is still read, as the
-	// user's settings are.
-	Bare bool
-	// TrustProject lets the project's agent files run commands: their hooks. Without it
-	// a project agent's hooks are dropped with one warning per file (its approval mode is
-	// capped by the run's either way; see Definition.CapMode). A project file that is a
-	// symbolic link to a file outside the project is never read.
-	TrustProject bool
-}
-
-// source is one directory LoadDefinitions reads.
-type source struct {
-	dir     string
-	project bool // a directory of the project (a checkout, written by anyone)
-}
-
-// sources returns the directories to read, weakest first.
-func (o LoadOptions) sources() []source {
-	var out []source
-	for _, d := range o.Dirs() {
-		out = append(out, source{dir: d, project: o.UserStokeHome == "" || d != filepath.Join(o.UserStokeHome, "agents")})
-	}
-	return out
-}
-
-// Dirs returns the directories LoadDefinitions reads, weakest first.
-func (o LoadOptions) Dirs() []string {
-	var dirs []string
-	if o.UserStokeHome != "" {
-		dirs = append(dirs, filepath.Join(o.UserStokeHome, "agents"))
-	}
-	if o.ProjectDir != "" && !o.Bare {
-		for _, d := range []string{".qwen", ".claude", ".stoke"} {
-			dirs = append(dirs, filepath.Join(o.ProjectDir, d, "agents"))
-		}
-	}
-	return dirs
-}
-
-// maxDefinitionSize bounds an agent file.
-const maxDefinitionSize = 1 << 20
-
-// LoadDefinitions returns the built-ins overlaid with the definition files of o.Dirs(),
-// and one warning per file that was skipped (naming the file and the problem) or
-// directory that could not be read. A directory that does not exist is no warning.
-// Within a directory the *.md files are read in name order (hidden files and
-// subdirectories are not read); a second file with a name already defined in the same
-// directory is skipped with a warning. The result does not depend on the order in which
-// the file system lists files.
-func LoadDefinitions(o LoadOptions) (Catalog, []string) {
-	c := NewCatalog(BuiltinDefinitions()...)
-	var warnings []string
-	seen := make(map[string]bool)
-	for _, src := range o.sources() {
-		dir := src.dir
-		key := dir
-		if abs, err := filepath.Abs(dir); err == nil {
-			key = abs
-		}
-		if seen[key] { // e.g. the project is $HOME and $STOKE_HOME is ~/.stoke
-			continue
-		}
-		seen[key] = true
-		defs, warns := loadDir(dir)
-		warnings = append(warnings, warns...)
-		if src.project {
-			defs, warns = o.projectScope(defs)
-			warnings = append(warnings, warns...)
-		}
-		for _, d := range defs {
-			c[d.Name] = d
-		}
-	}
-	return c, warnings
-}
-
-// projectScope applies the trust boundary to definitions read from the project: files
-// that are symbolic links out of the project are dropped; without TrustProject their
-// hooks are dropped; with it, hooks that name a script linked from outside the project.
-func (o LoadOptions) projectScope(defs []Definition) ([]Definition, []string) {
-	root, err := filepath.EvalSymlinks(o.ProjectDir)
-	if err != nil {
-		return nil, []string{fmt.Sprintf("%s: resolve the project directory: %v; its agent files are not read", o.ProjectDir, err)}
-	}
-	var out []Definition
-	var warnings []string
-	for _, d := range defs {
-		real, err := filepath.EvalSymlinks(d.Source)
-		if err != nil || !within(root, real) {
-			warnings = append(warnings, fmt.Sprintf("%s: is a symbolic link to %s, outside the project; skipped", d.Source, real))
-			continue
-		}
-		if d.HasHooks && !o.TrustProject {
-			warnings = append(warnings, fmt.Sprintf("%s: hooks ignored: the project is not trusted (pass --trust-project or list it under trusted-projects in $STOKE_HOME/settings.yaml)", d.Source))
-			d.Hooks, d.HasHooks = nil, false
-		}
-		if d.HasHooks {
-			var warns []string
-			d.Hooks, warns = hooks.WithoutOutsideScripts(d.Hooks, o.ProjectDir)
-			for _, w := range warns {
-				warnings = append(warnings, fmt.Sprintf("%s: %s", d.Source, w))
-			}
-			if d.HasHooks = d.Hooks.Len() > 0; !d.HasHooks {
-				d.Hooks = nil
-			}
-		}
-		out = append(out, d)
-	}
-	return out, warnings
-}
-
-// within reports whether p is dir or below it (both clean and absolute).
-func within(dir, p string) bool {
-	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, string(filepath.Separator))+string(filepath.Separator))
-}
-
-// loadDir parses the definition files of one directory.
-func loadDir(dir string) ([]Definition, []string) {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, []string{fmt.Sprintf("%s: read agent directory: %v", dir, err)}
-	}
-	var (
-		defs     []Definition
-		warnings []string
-		byName   = make(map[string]string)
-	)
-	for _, e := range entries {
-		name := e.Name()
-		if !strings.HasSuffix(name, ".md") || strings.HasPrefix(name, ".") {
-			continue
-		}
-		path := filepath.Join(dir, name)
-		d, err := readDefinition(path)
-		if errors.Is(err, errNotAFile) {
-			continue
-		}
-		if err != nil {
-			warnings = append(warnings, fmt.Sprintf("%s: %s; skipped", path, oneLineMessage(err)))
-			continue
-		}
-		if first, dup := byName[d.Name]; dup {
-			warnings = append(warnings, fmt.Sprintf("%s: name %q is already defined by %s; skipped", path, d.Name, first))
-			continue
-		}
-		byName[d.Name] = path
-		defs = append(defs, d)
-	}
-	return defs, warnings
-}
-
-// oneLineMessage is err's message on one line (yaml's type errors span several).
-func oneLineMessage(err error) string {
-	return strings.Join(strings.Fields(err.Error()), " ")
-}
-
-// errNotAFile marks a directory entry that is not a regular file, such as a directory
-// named x.md; it is passed over in silence. (A dangling symlink is a warning.)
-var errNotAFile = errors.New("not a regular file")
-
-func readDefinition(path string) (Definition, error) {
-	info, err := os.Stat(path)
-	if err != nil {
-		return Definition{}, fmt.Errorf("read: %w", err)
-	}
-	if !info.Mode().IsRegular() {
-		return Definition{}, errNotAFile
-	}
-	if info.Size() > maxDefinitionSize {
-		return Definition{}, fmt.Errorf("file is %d bytes; the limit is %d", info.Size(), maxDefinitionSize)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return Definition{}, fmt.Errorf("read: %w", err)
-	}
-	return ParseDefinition(path, data)
-}
-
-// frontMatter is the YAML at the top of a definition file. Keys not listed here (color,
-// and whatever else Claude Code or Qwen Code files carry) are ignored.
+// frontMatter is the YAML at the top of a definition file. Keys not listed here are
+// ignored: color and memory (Claude Code), and whatever else the files carry.
 type frontMatter struct {
-	Name            string       `yaml:"name"`
-	Description     string       `yaml:"description"`
-	Tools           toolList     `yaml:"tools"`
-	DisallowedTools toolList     `yaml:"disallowedTools"`
-	Model           string       `yaml:"model"`
-	ApprovalMode    string       `yaml:"approval-mode"`
-	PermissionMode  string       `yaml:"permissionMode"`
-	QwenMode        string       `yaml:"approvalMode"`
-	Hooks           hooks.Config `yaml:"hooks"`
-	Isolation       string       `yaml:"isolation"`
+	Name            string    `yaml:"name"`
+	Description     string    `yaml:"description"`
+	Tools           toolList  `yaml:"tools"`
+	DisallowedTools toolList  `yaml:"disallowedTools"`
+	Model           string    `yaml:"model"`
+	ApprovalMode    string    `yaml:"approval-mode"`
+	PermissionMode  string    `yaml:"permissionMode"`
+	QwenMode        string    `yaml:"approvalMode"`
+	Hooks           yaml.Node `yaml:"hooks"`
+	Isolation       string    `yaml:"isolation"`
+	// MaxTurns is Claude Code's cap on the agent's model turns.
+	MaxTurns *int `yaml:"maxTurns"`
+	// ModelConfig and RunConfig are Qwen Code's: modelConfig.model is the model (its
+	// other keys, such as temp, are ignored); runConfig caps turns and time.
+	ModelConfig struct {
+		Model string `yaml:"model"`
+	} `yaml:"modelConfig"`
+	RunConfig struct {
+		MaxTurns       *int     `yaml:"max_turns"`
+		MaxTimeMinutes *float64 `yaml:"max_time_minutes"`
+	} `yaml:"runConfig"`
+	// Skills and Background are read only to be reported: stoke has no skills, and the
+	// parent decides whether a task runs in the background.
+	Skills     toolList `yaml:"skills"`
+	Background bool     `yaml:"background"`
 
 	MCPServers mcpServerList `yaml:"mcpServers"` // defmcp.go
 }
 
-// ParseDefinition parses one definition file; source (its path) becomes Source. The
+// parsed is one definition file as ParseDefinition reads it, with what it made of it.
+type parsed struct {
+	def Definition
+	// unknown are the names of tools that stoke does not have (kept in def.Tools, where
+	// they match nothing).
+	unknown []string
+	// warnings say what was ignored or changed, without the path.
+	warnings []string
+}
+
+// ParseDefinition parses one definition file; source (its path) becomes Source. It
+// returns what it ignored or could not map, one warning each (without the path). The
+// model is returned as written (inherit as ""): LoadDefinitions resolves aliases. The
 // error describes the problem without the path.
-func ParseDefinition(source string, data []byte) (Definition, error) {
+func ParseDefinition(source string, data []byte) (Definition, []string, error) {
+	p, err := parseDefinition(source, data)
+	return p.def, p.warnings, err
+}
+
+func parseDefinition(source string, data []byte) (parsed, error) {
 	fmText, body, err := splitFrontMatter(data)
 	if err != nil {
-		return Definition{}, err
+		return parsed{}, err
 	}
 	fm, err := decodeFrontMatter(fmText)
 	if err != nil {
-		return Definition{}, err
+		return parsed{}, err
 	}
+	var p parsed
 	d := Definition{
 		Name:            strings.TrimSpace(fm.Name),
 		Description:     strings.TrimSpace(fm.Description),
-		Prompt:          strings.TrimSpace(body),
-		Tools:           fm.Tools.allowList(),
-		DisallowedTools: fm.DisallowedTools.names(),
-		Model:           strings.TrimSpace(fm.Model),
-		Hooks:           fm.Hooks,
-		HasHooks:        fm.Hooks.Len() > 0,
+		Prompt:          templatePrompt(strings.TrimSpace(body)),
+		DisallowedTools: fm.DisallowedTools.denyList(),
 		Isolation:       strings.TrimSpace(fm.Isolation),
 		MCPServers:      fm.MCPServers,
 		Source:          source,
 	}
 	switch {
 	case d.Name == "":
-		return Definition{}, errors.New("front matter has no name")
+		return parsed{}, errors.New("front matter has no name")
 	case len(d.Name) > 64 || !validName.MatchString(d.Name):
-		return Definition{}, fmt.Errorf("name %q: use at most 64 letters, digits and - _ . : (starting with a letter or digit)", d.Name)
+		return parsed{}, fmt.Errorf("name %q: use at most 64 letters, digits and - _ . : (starting with a letter or digit)", d.Name)
 	}
-	if strings.EqualFold(d.Model, "inherit") {
-		d.Model = ""
+	d.Tools, p.unknown = fm.Tools.allowList()
+	if len(p.unknown) > 0 {
+		p.warnings = append(p.warnings, fmt.Sprintf("tools: stoke has no %s; the agent runs without %s", strings.Join(p.unknown, ", "), pluralIt(len(p.unknown))))
+	}
+	if d.Model, err = modelFrom(fm.Model, fm.ModelConfig.Model); err != nil {
+		return parsed{}, err
 	}
 	if d.ApprovalMode, err = approvalFrom(fm.ApprovalMode, fm.PermissionMode, fm.QwenMode); err != nil {
-		return Definition{}, err
+		return parsed{}, err
+	}
+	if d.MaxTurns, err = maxTurnsFrom(fm.MaxTurns, fm.RunConfig.MaxTurns); err != nil {
+		return parsed{}, err
+	}
+	if m := fm.RunConfig.MaxTimeMinutes; m != nil {
+		if *m <= 0 || *m > maxTimeMinutes {
+			return parsed{}, fmt.Errorf("runConfig.max_time_minutes %v: want a number of minutes above 0, at most %d", *m, maxTimeMinutes)
+		}
+		d.MaxTime = time.Duration(*m * float64(time.Minute))
 	}
 	if d.Isolation != "" && d.Isolation != "worktree" {
-		return Definition{}, fmt.Errorf("isolation %q: want worktree or nothing", d.Isolation)
+		return parsed{}, fmt.Errorf("isolation %q: want worktree or nothing", d.Isolation)
 	}
-	if len(d.Hooks) == 0 {
+	var warns []string
+	if d.Hooks, warns, err = agentHooks(&fm.Hooks); err != nil {
+		return parsed{}, err
+	}
+	p.warnings = append(p.warnings, warns...)
+	d.HasHooks = d.Hooks.Len() > 0
+	if !d.HasHooks {
 		d.Hooks = nil
 	}
-	return d, nil
+	if len(fm.Skills) > 0 {
+		p.warnings = append(p.warnings, fmt.Sprintf("skills: stoke has no skills; %s not loaded", strings.Join(fm.Skills, ", ")))
+	}
+	if fm.Background {
+		p.warnings = append(p.warnings, "background: ignored; the parent decides whether a task runs in the background (run_in_background)")
+	}
+	p.def = d
+	return p, nil
+}
+
+func pluralIt(n int) string {
+	if n == 1 {
+		return "it"
+	}
+	return "them"
+}
+
+// maxTimeMinutes bounds runConfig.max_time_minutes (a week).
+const maxTimeMinutes = 7 * 24 * 60
+
+// modelFrom reads model and Qwen Code's modelConfig.model, which must agree when both
+// are given. inherit is "".
+func modelFrom(model, qwenModel string) (string, error) {
+	model, qwenModel = strings.TrimSpace(model), strings.TrimSpace(qwenModel)
+	if model != "" && qwenModel != "" && model != qwenModel {
+		return "", fmt.Errorf("model and modelConfig.model disagree (%q, %q)", model, qwenModel)
+	}
+	if model == "" {
+		model = qwenModel
+	}
+	if strings.EqualFold(model, "inherit") {
+		model = ""
+	}
+	return model, nil
+}
+
+// maxTurnsFrom reads Claude Code's maxTurns and Qwen Code's runConfig.max_turns, which
+// must agree when both are given.
+func maxTurnsFrom(claude, qwen *int) (int, error) {
+	n := 0
+	for _, f := range []struct {
+		key string
+		v   *int
+	}{{"maxTurns", claude}, {"runConfig.max_turns", qwen}} {
+		switch {
+		case f.v == nil:
+		case *f.v < 1:
+			return 0, fmt.Errorf("%s %d: want 1 or more", f.key, *f.v)
+		case n != 0 && n != *f.v:
+			return 0, fmt.Errorf("maxTurns and runConfig.max_turns disagree (%d, %d)", n, *f.v)
+		default:
+			n = *f.v
+		}
+	}
+	return n, nil
+}
+
+// taskPromptVar is the one ${variable} Qwen Code fills in a subagent's prompt: the task
+// it is given (other ${...} are left as written, as Qwen Code leaves them).
+const taskPromptVar = "${task_prompt}"
+
+// taskPromptText stands for ${task_prompt}: stoke sends the task as the agent's first
+// user message, as Qwen Code does too, and keeps one system prompt for every turn of a
+// task (continuations and revivals included), so the prompt refers to that message.
+const taskPromptText = "the task given in the first user message"
+
+// templatePrompt fills the prompt's ${task_prompt}.
+func templatePrompt(prompt string) string {
+	return strings.ReplaceAll(prompt, taskPromptVar, taskPromptText)
+}
+
+// agentHooks reads an agent file's hooks. Claude Code's Stop in an agent file is the
+// agent's own stop, so it becomes SubagentStop (as Claude Code converts it). An event
+// stoke does not run (PreToolUse, PostToolUse, ...) is left out with one warning naming
+// them all, so that the agent still loads; a hook of a supported event that cannot run
+// as written is an error (hooks.ParseConfig).
+func agentHooks(n *yaml.Node) (hooks.Config, []string, error) {
+	if n.Kind != yaml.MappingNode {
+		if n.Kind == 0 {
+			return nil, nil, nil
+		}
+		cfg, err := hooks.ParseConfig(n)
+		return cfg, nil, err
+	}
+	out := hooks.Config{}
+	var ignored []string
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key, val := n.Content[i], n.Content[i+1]
+		ev, ok := supportedEvent(key.Value)
+		if !ok {
+			ignored = append(ignored, key.Value)
+			continue
+		}
+		if ev == hooks.Stop {
+			ev = hooks.SubagentStop
+		}
+		one := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{
+			{Kind: yaml.ScalarNode, Tag: "!!str", Value: string(ev), Line: key.Line}, val,
+		}}
+		cfg, err := hooks.ParseConfig(one)
+		if err != nil {
+			return nil, nil, err
+		}
+		hs := cfg[ev]
+		if !strings.EqualFold(key.Value, string(ev)) { // Stop, which ignores matchers
+			for j := range hs {
+				hs[j].Matcher = ""
+			}
+		}
+		out[ev] = append(out[ev], hs...)
+	}
+	var warnings []string
+	if len(ignored) > 0 {
+		warnings = append(warnings, fmt.Sprintf("hooks: stoke does not run %s hooks; they are ignored (it runs %s)",
+			strings.Join(ignored, ", "), eventNames()))
+	}
+	return out, warnings, nil
+}
+
+// supportedEvent matches a hooks key to an event stoke runs, ignoring case.
+func supportedEvent(key string) (hooks.Event, bool) {
+	for _, ev := range hooks.Events() {
+		if strings.EqualFold(key, string(ev)) {
+			return ev, true
+		}
+	}
+	return "", false
+}
+
+func eventNames() string {
+	var names []string
+	for _, ev := range hooks.Events() {
+		names = append(names, string(ev))
+	}
+	return strings.Join(names, ", ")
 }
 
 // validName is what a subagent_type may look like: no spaces, no path separators.
@@ -418,14 +408,17 @@ func approvalValue(key, v string) (string, error) {
 		return "", nil
 	case approvalPlan:
 		return approvalPlan, nil
-	case approvalDefault:
+	case approvalDefault, "dontask", "bubble":
+		// Claude Code's dontAsk refuses what is not allowed without asking, as stoke's
+		// default does when nobody can be asked; Qwen Code's bubble asks the parent
+		// session, and runs as default where there is none to ask.
 		return approvalDefault, nil
 	case approvalAutoEdit, "acceptedits":
 		return approvalAutoEdit, nil
 	case approvalYolo, "bypasspermissions":
 		return approvalYolo, nil
 	default:
-		return "", fmt.Errorf("%s %q: want plan, default, auto-edit (acceptEdits) or yolo (bypassPermissions)", key, v)
+		return "", fmt.Errorf("%s %q: want plan, default (dontAsk, bubble), auto-edit (acceptEdits) or yolo (bypassPermissions)", key, v)
 	}
 }
 
@@ -463,48 +456,91 @@ func (l *toolList) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-// toolAlias maps Claude Code's names of the workspace tools (tools.CanonicalName) and
-// Qwen Code's to stoke's; other names are returned as they are.
-func toolAlias(name string) string {
-	if canon, ok := tools.CanonicalName(name); ok {
-		return canon
-	}
+// qwenTool maps Qwen Code's tool names (and the display names its files sometimes use)
+// to stoke's workspace tools. list_directory is glob (pattern "*" lists a directory, and
+// glob marks directories with a trailing /); read_many_files is read_file and glob (find
+// the files, then read each). Both are read-only, as the Qwen Code tools are.
+func qwenTool(name string) ([]string, bool) {
 	switch name {
-	case "ReadFile":
-		return tools.NameReadFile
-	case "WriteFile":
-		return tools.NameWriteFile
-	case "FindFiles":
-		return tools.NameGlob
-	case "grep_search", "search_file_content", "SearchText":
-		return tools.NameGrep
+	case "read_file", "ReadFile":
+		return []string{tools.NameReadFile}, true
+	case "write_file", "WriteFile":
+		return []string{tools.NameWriteFile}, true
+	case "replace":
+		return []string{tools.NameEdit}, true
+	case "glob", "FindFiles", "list_directory", "ReadFolder":
+		return []string{tools.NameGlob}, true
+	case "read_many_files", "ReadManyFiles":
+		return []string{tools.NameReadFile, tools.NameGlob}, true
+	case "search_file_content", "grep_search", "SearchText":
+		return []string{tools.NameGrep}, true
 	case "run_shell_command", "Shell":
-		return tools.NameShell
-	default:
-		return name
+		return []string{tools.NameShell}, true
 	}
+	return nil, false
 }
 
-// names maps aliases and drops duplicates, keeping the order of first mention. An absent
-// list stays nil; an empty one stays empty.
-func (l toolList) names() []string {
+// mapTool maps a tool name of an agent file to stoke's: Claude Code's names of the
+// workspace tools (tools.CanonicalName) and Qwen Code's (qwenTool) to one or two
+// workspace tools, an MCP tool name (mcp__server__tool) to itself. Anything else (web_fetch,
+// WebSearch, Task, TodoWrite, a rule such as Bash(git:*), ...) stoke has no tool for:
+// ok is false.
+func mapTool(name string) ([]string, bool) {
+	if canon, ok := tools.CanonicalName(name); ok {
+		return []string{canon}, true
+	}
+	if ts, ok := qwenTool(name); ok {
+		return ts, true
+	}
+	if strings.HasPrefix(name, mcp.Prefix) && len(name) > len(mcp.Prefix) {
+		return []string{name}, true
+	}
+	return nil, false
+}
+
+// allowList is the allow-list a tools field gives: nil (every tool) when absent or
+// holding "*", else the mapped names in the order of first mention (an empty list is
+// no tools), followed by the names stoke has no tool for, kept as written so that they
+// match nothing; those are returned as unknown too.
+func (l toolList) allowList() (allow, unknown []string) {
+	if l == nil || slices.Contains(l, "*") {
+		return nil, nil
+	}
+	allow = []string{}
+	for _, name := range l {
+		ts, ok := mapTool(name)
+		if !ok {
+			if !slices.Contains(unknown, name) {
+				unknown = append(unknown, name)
+			}
+			continue
+		}
+		for _, t := range ts {
+			if !slices.Contains(allow, t) {
+				allow = append(allow, t)
+			}
+		}
+	}
+	return append(allow, unknown...), unknown
+}
+
+// denyList is the deny-list a disallowedTools field gives: a name that maps to one stoke
+// tool is that tool; any other entry (a rule such as Bash(rm:*), "*", a name of no tool)
+// is kept as written. Qwen Code's read_many_files, which is two stoke tools, denies
+// neither: taking away read_file would take more than the file asked. Duplicates are
+// dropped. An absent list stays nil.
+func (l toolList) denyList() []string {
 	if l == nil {
 		return nil
 	}
 	out := []string{}
 	for _, name := range l {
-		if name = toolAlias(name); !slices.Contains(out, name) {
+		if ts, ok := mapTool(name); ok && len(ts) == 1 {
+			name = ts[0]
+		}
+		if !slices.Contains(out, name) {
 			out = append(out, name)
 		}
 	}
 	return out
-}
-
-// allowList is names() for the allow-list, where "*" means every tool (nil) and an
-// empty list none.
-func (l toolList) allowList() []string {
-	if slices.Contains(l, "*") {
-		return nil
-	}
-	return l.names()
 }

@@ -1,9 +1,12 @@
 package agents
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/stoke-cli/stoke/agents/hooks"
 )
@@ -23,7 +26,8 @@ type Definition struct {
 	// takes the tool away; a rule such as Bash(rm:*) refuses the calls it covers
 	// (package permission).
 	DisallowedTools []string
-	// Model overrides the parent's model when set.
+	// Model overrides the parent's model when set. LoadDefinitions resolves what files
+	// write (sonnet, fast, provider:model; see ResolveModel), so it is a model name.
 	Model string
 	// ApprovalMode, when set, lowers the run's approval mode for this agent; CapMode
 	// drops a mode above the run's.
@@ -38,8 +42,44 @@ type Definition struct {
 	// MCPServers are the MCP servers the agent names (mcpServers): configured ones by
 	// name, or its own inline. Their tools are added to its tool set.
 	MCPServers []MCPServer
+	// MaxTurns caps the model calls of one turn of the agent (Claude Code's maxTurns,
+	// Qwen Code's runConfig.max_turns); 0 leaves the run's cap. It only lowers the
+	// run's cap (StepCap).
+	MaxTurns int
+	// MaxTime bounds one turn of the agent (Qwen Code's runConfig.max_time_minutes); 0
+	// means no bound of its own. A turn that runs out of time fails with ErrMaxTime.
+	MaxTime time.Duration
 	// Source is the file it came from ("built-in" for built-ins).
 	Source string
+}
+
+// StepCap is the cap on model calls per turn for an agent of this type, given the run's
+// cap (0: none): the lower of the two, where 0 is no cap.
+func (d Definition) StepCap(run int) int {
+	if d.MaxTurns > 0 && (run <= 0 || d.MaxTurns < run) {
+		return d.MaxTurns
+	}
+	return run
+}
+
+// ErrMaxTime: a turn of a subagent ran for its definition's MaxTime.
+var ErrMaxTime = errors.New("reached the agent's time limit (runConfig.max_time_minutes)")
+
+// runLimited runs one turn of an agent of this type under its MaxTime: a turn that runs
+// out of time ends as an error wrapping ErrMaxTime, not as a cancellation. Without a
+// MaxTime it is turn(ctx).
+func (d Definition) runLimited(ctx context.Context, turn func(context.Context) (TurnResult, error)) (TurnResult, error) {
+	if d.MaxTime <= 0 {
+		return turn(ctx)
+	}
+	limit := fmt.Errorf("%w: %v", ErrMaxTime, d.MaxTime)
+	tctx, cancel := context.WithTimeoutCause(ctx, d.MaxTime, limit)
+	defer cancel()
+	res, err := turn(tctx)
+	if err == nil && res.Reason == ReasonCancelled && ctx.Err() == nil && errors.Is(context.Cause(tctx), ErrMaxTime) {
+		res.Reason, res.Err = ReasonError, limit
+	}
+	return res, err
 }
 
 // GeneralPurpose is the built-in subagent type.

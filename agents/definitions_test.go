@@ -16,9 +16,10 @@ func TestParseDefinitionFields(t *testing.T) {
 	t.Parallel()
 	const src = "/p/.claude/agents/x.md"
 	tests := []struct {
-		name string
-		file string
-		want Definition
+		name     string
+		file     string
+		want     Definition
+		warnings []string
 	}{
 		{
 			name: "minimal",
@@ -53,6 +54,64 @@ Report findings as a list.
 				Name: "qwen-helper", Prompt: "Help.", Source: src,
 				Tools: []string{"read_file", "grep", "shell", "web_fetch"},
 			},
+			warnings: []string{"tools: stoke has no web_fetch; the agent runs without it"},
+		},
+		{
+			name: "Qwen Code's tools: list_directory is glob, read_many_files is read_file and glob",
+			file: "---\nname: q\ntools: [list_directory, read_many_files, replace, search_file_content, write_file, glob, web_fetch, save_memory]\n---\nx\n",
+			want: Definition{
+				Name: "q", Prompt: "x", Source: src,
+				Tools: []string{"glob", "read_file", "edit", "grep", "write_file", "web_fetch", "save_memory"},
+			},
+			warnings: []string{"tools: stoke has no web_fetch, save_memory; the agent runs without them"},
+		},
+		{
+			name: "Qwen Code's keys: modelConfig, runConfig, approvalMode bubble, ${task_prompt}",
+			file: `---
+name: qwen-full
+description: Does one thing.
+modelConfig:
+  model: fast
+  temp: 0.2
+runConfig:
+  max_turns: 12
+  max_time_minutes: 1.5
+approvalMode: bubble
+color: auto
+---
+Work on: ${task_prompt}
+Leave ${project_name} and $HOME alone.
+`,
+			want: Definition{
+				Name: "qwen-full", Description: "Does one thing.", Source: src, Model: "fast",
+				Prompt:       "Work on: the task given in the first user message\nLeave ${project_name} and $HOME alone.",
+				ApprovalMode: "default", MaxTurns: 12, MaxTime: 90 * time.Second,
+			},
+		},
+		{
+			name: "Claude Code's keys: maxTurns, dontAsk, memory, skills, background",
+			file: "---\nname: c\nmaxTurns: 7\npermissionMode: dontAsk\nmemory: project\nskills: [pdf, xlsx]\nbackground: true\nmodel: opus\n---\nx\n",
+			want: Definition{Name: "c", Prompt: "x", Source: src, MaxTurns: 7, ApprovalMode: "default", Model: "opus"},
+			warnings: []string{
+				"skills: stoke has no skills; pdf, xlsx not loaded",
+				"background: ignored; the parent decides whether a task runs in the background (run_in_background)",
+			},
+		},
+		{
+			name: "model and modelConfig.model agreeing; maxTurns and runConfig.max_turns agreeing",
+			file: "---\nname: a\nmodel: qwen-max\nmodelConfig: {model: qwen-max}\nmaxTurns: 3\nrunConfig: {max_turns: 3}\n---\nx\n",
+			want: Definition{Name: "a", Prompt: "x", Source: src, Model: "qwen-max", MaxTurns: 3},
+		},
+		{
+			name:     "rules and MCP tools in an allow-list: MCP kept, a rule is no tool",
+			file:     "---\nname: a\ntools: Read, mcp__github__get_issue, Bash(git:*), mcp__slack\n---\nx\n",
+			want:     Definition{Name: "a", Prompt: "x", Source: src, Tools: []string{"read_file", "mcp__github__get_issue", "mcp__slack", "Bash(git:*)"}},
+			warnings: []string{"tools: stoke has no Bash(git:*); the agent runs without it"},
+		},
+		{
+			name: "a deny-list maps one-to-one names only",
+			file: "---\nname: a\ndisallowedTools: [run_shell_command, list_directory, read_many_files, WebFetch]\n---\nx\n",
+			want: Definition{Name: "a", Prompt: "x", Source: src, DisallowedTools: []string{"shell", "glob", "read_many_files", "WebFetch"}},
 		},
 		{
 			name: "star is every tool; the deny-list keeps its star",
@@ -121,13 +180,46 @@ hooks:
 ---
 x
 `,
+			// Stop in an agent file is the agent's own stop: SubagentStop (as Claude Code
+			// converts it), after the file's SubagentStop hooks, without a matcher.
 			want: Definition{
 				Name: "hooked", Prompt: "x", Source: src, HasHooks: true,
 				Hooks: hooks.Config{
-					hooks.SubagentStop: {{Command: "./check.sh", Timeout: 30 * time.Second}},
-					hooks.Stop:         {{Command: "./stop.sh", Timeout: 5 * time.Second, Matcher: "*"}},
+					hooks.SubagentStop: {
+						{Command: "./check.sh", Timeout: 30 * time.Second},
+						{Command: "./stop.sh", Timeout: 5 * time.Second},
+					},
 				},
 			},
+		},
+		{
+			name: "hooks of events stoke does not run are left out with one warning",
+			file: `---
+name: guarded
+hooks:
+  PreToolUse:
+    - matcher: Bash
+      hooks:
+        - type: command
+          command: ./guard.sh
+  subagentstart:
+    - command: ./start.sh
+  PostToolUse:
+    - command: ./after.sh
+---
+x
+`,
+			want: Definition{
+				Name: "guarded", Prompt: "x", Source: src, HasHooks: true,
+				Hooks: hooks.Config{hooks.SubagentStart: {{Command: "./start.sh", Timeout: hooks.DefaultTimeout}}},
+			},
+			warnings: []string{"hooks: stoke does not run PreToolUse, PostToolUse hooks; they are ignored (it runs SubagentStart, SubagentStop, Stop)"},
+		},
+		{
+			name:     "only hooks stoke does not run: no hooks",
+			file:     "---\nname: a\nhooks:\n  PreToolUse:\n    - command: ./guard.sh\n---\nx\n",
+			want:     Definition{Name: "a", Prompt: "x", Source: src},
+			warnings: []string{"hooks: stoke does not run PreToolUse hooks; they are ignored (it runs SubagentStart, SubagentStop, Stop)"},
 		},
 		{
 			name: "empty hooks are no hooks",
@@ -166,12 +258,15 @@ x
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := ParseDefinition(src, []byte(tt.file))
+			got, warnings, err := ParseDefinition(src, []byte(tt.file))
 			if err != nil {
 				t.Fatalf("ParseDefinition: %v", err)
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("ParseDefinition (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.warnings, warnings); diff != "" {
+				t.Errorf("warnings (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -195,17 +290,23 @@ func TestParseDefinitionErrors(t *testing.T) {
 		{"name not a string", "---\nname: {a: 1}\n---\nx\n", "front matter:"},
 		{"bad isolation", "---\nname: a\nisolation: container\n---\nx\n", `isolation "container"`},
 		{"unknown approval mode", "---\nname: a\napproval-mode: always\n---\nx\n", `approval-mode "always"`},
-		{"unsupported permissionMode", "---\nname: a\npermissionMode: dontAsk\n---\nx\n", `permissionMode "dontAsk"`},
+		{"unsupported permissionMode", "---\nname: a\npermissionMode: ask\n---\nx\n", `permissionMode "ask"`},
 		{"approval modes disagree", "---\nname: a\napproval-mode: plan\npermissionMode: bypassPermissions\n---\nx\n", "disagree"},
 		{"Qwen's approvalMode disagrees", "---\nname: a\npermissionMode: plan\napprovalMode: yolo\n---\nx\n", "permissionMode and approvalMode disagree"},
-		{"unsupported hook event", "---\nname: a\nhooks:\n  PreToolUse:\n    - command: ./guard.sh\n---\nx\n", `event "PreToolUse" is not supported`},
 		{"hook without command", "---\nname: a\nhooks:\n  Stop:\n    - timeout: 5\n---\nx\n", "no command"},
+		{"a hook type stoke cannot run, on an event it runs", "---\nname: a\nhooks:\n  SubagentStop:\n    - hooks: [{type: prompt, prompt: check}]\n---\nx\n", `hook type "prompt" is not supported`},
+		{"hooks not a map", "---\nname: a\nhooks: [a]\n---\nx\n", "hooks: want a map"},
+		{"model and modelConfig.model disagree", "---\nname: a\nmodel: sonnet\nmodelConfig: {model: qwen-max}\n---\nx\n", "model and modelConfig.model disagree"},
+		{"maxTurns and runConfig disagree", "---\nname: a\nmaxTurns: 3\nrunConfig: {max_turns: 4}\n---\nx\n", "disagree (3, 4)"},
+		{"maxTurns zero", "---\nname: a\nmaxTurns: 0\n---\nx\n", "maxTurns 0: want 1 or more"},
+		{"max_time_minutes negative", "---\nname: a\nrunConfig: {max_time_minutes: -1}\n---\nx\n", "max_time_minutes -1"},
+		{"max_turns not a number", "---\nname: a\nrunConfig: {max_turns: many}\n---\nx\n", "front matter:"},
 		{"tools as a map", "---\nname: a\ntools: {Read: true}\n---\nx\n", "line 3: want a list of tool names"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			d, err := ParseDefinition("x.md", []byte(tt.file))
+			d, _, err := ParseDefinition("x.md", []byte(tt.file))
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("ParseDefinition = %+v, %v; want an error containing %q", d, err, tt.want)
 			}
@@ -497,7 +598,7 @@ func TestLoadDefinitionsProjectScope(t *testing.T) {
 	}
 
 	c, warnings = LoadDefinitions(LoadOptions{ProjectDir: project, UserStokeHome: home, TrustProject: true})
-	if !c["hooked"].HasHooks || len(c["hooked"].Hooks[hooks.Stop]) != 1 {
+	if !c["hooked"].HasHooks || len(c["hooked"].Hooks[hooks.SubagentStop]) != 1 {
 		t.Errorf("trusted project hooks dropped: %+v", c["hooked"])
 	}
 	if c["sneaky"].HasHooks {

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/stoke-cli/stoke/agents/mcp"
 )
 
 // MCPServer is one entry of a definition's mcpServers (Claude Code's front matter): the
@@ -73,4 +75,74 @@ func (l *mcpServerList) UnmarshalYAML(n *yaml.Node) error {
 	}
 	*l = out
 	return nil
+}
+
+// MCPUse is what a run does with one entry of a definition's mcpServers.
+type MCPUse struct {
+	Name string `json:"name"`
+	// Inline: the agent's own server; else a reference to a configured one.
+	Inline bool `json:"inline"`
+	// Used: the agent gets the server's tools (an inline server starts when an agent of
+	// the type first runs).
+	Used bool `json:"used"`
+	// Note says why the server is not used, or that a configured server of the same
+	// name is used instead of the inline one.
+	Note string `json:"note,omitempty"`
+}
+
+// MCPContext is what decides the fate of a definition's mcpServers in a run.
+type MCPContext struct {
+	// Configured are the run's configured servers (--mcp-config, settings, .mcp.json).
+	Configured map[string]mcp.ServerConfig
+	// Strict is --strict-mcp-config: inline servers are ignored.
+	Strict bool
+	// MayStart: the definition's inline servers may start. A user's own files always
+	// may; a project's only when the project is trusted.
+	MayStart bool
+	// LookupEnv expands ${VAR} in inline servers.
+	LookupEnv func(string) (string, bool)
+}
+
+// MCPPlan says, for each entry of d's mcpServers, whether a run gives the agent that
+// server, and why not. It starts nothing.
+func (d Definition) MCPPlan(c MCPContext) []MCPUse {
+	var out []MCPUse
+	for _, srv := range d.MCPServers {
+		u := MCPUse{Name: srv.Name, Inline: srv.Config != nil}
+		conf, configured := c.Configured[srv.Name]
+		switch {
+		case !u.Inline && configured:
+			u.Used = true
+		case !u.Inline:
+			u.Note = "no MCP server of that name is configured"
+		case c.Strict:
+			u.Note = "--strict-mcp-config: only --mcp-config servers run"
+		case !c.MayStart:
+			u.Note = "the project is not trusted (--trust-project starts its agents' servers)"
+		default:
+			own, err := inlineServer(srv, d.Source, c.LookupEnv)
+			switch {
+			case err != nil:
+				u.Note = err.Error()
+			case configured && !own.Equal(conf):
+				u.Used, u.Note = true, fmt.Sprintf("a different server of that name is configured (%s); the configured server is used", conf.Source)
+			default:
+				u.Used = true
+			}
+		}
+		out = append(out, u)
+	}
+	return out
+}
+
+// inlineServer parses, expands and validates an inline server of an agent file.
+func inlineServer(srv MCPServer, source string, lookupEnv func(string) (string, bool)) (mcp.ServerConfig, error) {
+	parsed, err := mcp.ParseMap(map[string]any{srv.Name: srv.Config}, source)
+	if err != nil {
+		return mcp.ServerConfig{}, err
+	}
+	if lookupEnv == nil {
+		lookupEnv = func(string) (string, bool) { return "", false }
+	}
+	return parsed[srv.Name].Resolve(lookupEnv)
 }

@@ -32,7 +32,7 @@ mcpServers:
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d, err := ParseDefinition("a.md", []byte("---\nname: a\ndescription: d"+tt.front+"\n---\nprompt\n"))
+			d, _, err := ParseDefinition("a.md", []byte("---\nname: a\ndescription: d"+tt.front+"\n---\nprompt\n"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -42,7 +42,7 @@ mcpServers:
 		})
 	}
 	for _, bad := range []string{"mcpServers: [[a]]", "mcpServers:\n  - x: [1, 2]", "mcpServers: [\"\"]"} {
-		if _, err := ParseDefinition("a.md", []byte("---\nname: a\n"+bad+"\n---\n")); err == nil || !strings.Contains(err.Error(), "mcpServers") {
+		if _, _, err := ParseDefinition("a.md", []byte("---\nname: a\n"+bad+"\n---\n")); err == nil || !strings.Contains(err.Error(), "mcpServers") {
 			t.Errorf("%q: err = %v, want an mcpServers error", bad, err)
 		}
 	}

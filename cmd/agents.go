@@ -27,16 +27,17 @@ type AgentsListOptions struct {
 }
 
 // NewCmdAgents returns `stoke agents` with its `list` subcommand, which calls listF
-// (listAgents when nil).
+// (listAgents when nil), and its `check` subcommand.
 func NewCmdAgents(deps *Deps, listF func(context.Context, AgentsListOptions) error) *cobra.Command {
 	if listF == nil {
 		listF = listAgents
 	}
 	cmd := &cobra.Command{
 		Use:   "agents",
-		Short: "Inspect the agent rosters stored on disk",
+		Short: "Inspect agent definitions and the agent rosters stored on disk",
 		RunE:  groupRunE,
 	}
+	cmd.AddCommand(newCmdAgentsCheck(deps))
 	var opts AgentsListOptions
 	list := &cobra.Command{
 		Use:   "list",

@@ -84,6 +84,9 @@ type Config struct {
 	Hooks  hooks.Config           `mapstructure:"-"`
 	// MCPServers is mcp-servers (home settings; a project's only when it is trusted).
 	MCPServers map[string]any `mapstructure:"-"`
+	// ModelAliases is model-aliases: the model names that agent files' model values
+	// (sonnet, opus, haiku, fast, provider:model) stand for (any settings file).
+	ModelAliases map[string]string `mapstructure:"-"`
 	// Home-settings lists: variables kept out of child processes (path.Match patterns),
 	// and the projects whose settings are read in full.
 	EnvDeny         []string `mapstructure:"-"`
@@ -205,6 +208,9 @@ func settings() []setting {
 		{key: "prices", kind: kindMap, why: "prices decide --max-budget-usd"},
 		{key: "hooks", kind: kindMap, why: "hooks run commands"},
 		{key: "mcp-servers", kind: kindMap, why: "MCP servers run commands and receive credentials"},
+		// A project may name models for its agent files as it may name the parent's
+		// (model) and write model: in those files: a model name sends nothing elsewhere.
+		{key: "model-aliases", kind: kindMap, scope: scopeAny},
 		{key: "env-deny", kind: kindList, scope: scopeHome},
 		{key: "trusted-projects", kind: kindList, scope: scopeHome},
 	}
@@ -298,6 +304,7 @@ func loadConfig(v *viper.Viper, in configInput) (*Config, []ignoredKey, error) {
 	var prices map[string]price.Price
 	var hookCfg hooks.Config
 	var mcpServers map[string]any
+	var modelAliases map[string]string
 	for _, l := range layers {
 		for k := range l.m {
 			sources[k] = l.path
@@ -329,6 +336,18 @@ func loadConfig(v *viper.Viper, in configInput) (*Config, []ignoredKey, error) {
 				hookCfg = hooks.Config{}
 			}
 			maps.Copy(hookCfg, hc) // an event's list replaces the earlier file's
+		}
+		if ma, ok := l.m["model-aliases"].(map[string]any); ok {
+			if modelAliases == nil {
+				modelAliases = map[string]string{}
+			}
+			for alias, v := range ma { // an alias of a later file replaces the earlier one
+				name, ok := v.(string)
+				if !ok || strings.TrimSpace(name) == "" || strings.TrimSpace(alias) == "" {
+					return nil, nil, usageErrorf("settings: model-aliases (from %s): %q: want a model name", l.path, alias)
+				}
+				modelAliases[strings.TrimSpace(alias)] = strings.TrimSpace(name)
+			}
 		}
 		if ms, ok := l.m["mcp-servers"].(map[string]any); ok {
 			if mcpServers == nil {
@@ -372,6 +391,9 @@ func loadConfig(v *viper.Viper, in configInput) (*Config, []ignoredKey, error) {
 			continue
 		}
 		f := in.flags.Lookup(s.key)
+		if f == nil {
+			continue // a command that takes only some of the run's flags (stoke agents check)
+		}
 		if err := v.BindPFlag(s.key, f); err != nil {
 			return nil, nil, fmt.Errorf("bind flag --%s: %w", s.key, err)
 		}
@@ -407,7 +429,7 @@ func loadConfig(v *viper.Viper, in configInput) (*Config, []ignoredKey, error) {
 	if err := v.Unmarshal(&cfg); err != nil {
 		return nil, nil, usageErrorf("configuration: %v", err)
 	}
-	cfg.Prices, cfg.Hooks, cfg.MCPServers = prices, hookCfg, mcpServers
+	cfg.Prices, cfg.Hooks, cfg.MCPServers, cfg.ModelAliases = prices, hookCfg, mcpServers, modelAliases
 	cfg.EnvDeny, cfg.TrustedProjects = lists["env-deny"], lists["trusted-projects"]
 	cfg.Trusted = trusted && !bare
 	cfg.sources = sources

@@ -24,10 +24,19 @@ func addMCPFlags(f *pflag.FlagSet) {
 // each server's start. A bad --mcp-config or setting is a usage error; what is skipped
 // is logged.
 func mcpOptions(flags *pflag.FlagSet, cfg *Config, lookupEnv func(string) (string, bool), cwd string, logger *slog.Logger) (headless.MCPOptions, error) {
+	opts, warnings, err := loadMCP(flags, cfg, lookupEnv, cwd)
+	for _, w := range warnings {
+		logger.Warn("MCP configuration", "warning", w)
+	}
+	return opts, err
+}
+
+// loadMCP is mcpOptions without the logging: it returns what was skipped.
+func loadMCP(flags *pflag.FlagSet, cfg *Config, lookupEnv func(string) (string, bool), cwd string) (headless.MCPOptions, []string, error) {
 	in := configInput{flags: flags, lookupEnv: lookupEnv}
 	strict, err := boolFromFlagOrEnv(in, "strict-mcp-config")
 	if err != nil {
-		return headless.MCPOptions{}, err
+		return headless.MCPOptions{}, nil, err
 	}
 	configs, _ := flags.GetStringArray("mcp-config")
 	if v, ok := lookupEnv(envName("mcp-config")); ok && len(configs) == 0 && v != "" {
@@ -43,18 +52,15 @@ func mcpOptions(flags *pflag.FlagSet, cfg *Config, lookupEnv func(string) (strin
 		ProjectDir: project, Trusted: cfg.Trusted, LookupEnv: lookupEnv,
 	})
 	if err != nil {
-		return headless.MCPOptions{}, usageErrorf("MCP configuration: %v", err)
-	}
-	for _, w := range warnings {
-		logger.Warn("MCP configuration", "warning", w)
+		return headless.MCPOptions{}, nil, usageErrorf("MCP configuration: %v", err)
 	}
 	opts := headless.MCPOptions{Servers: servers, Strict: strict, TrustProject: cfg.Trusted}
 	if v, ok := lookupEnv("MCP_TIMEOUT"); ok && v != "" {
 		ms, err := strconv.Atoi(v)
 		if err != nil || ms <= 0 {
-			return headless.MCPOptions{}, usageErrorf("MCP_TIMEOUT=%q: want a number of milliseconds", v)
+			return headless.MCPOptions{}, warnings, usageErrorf("MCP_TIMEOUT=%q: want a number of milliseconds", v)
 		}
 		opts.StartTimeout = time.Duration(ms) * time.Millisecond
 	}
-	return opts, nil
+	return opts, warnings, nil
 }

@@ -85,6 +85,8 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, args []strin
 		Logger:           logger,
 		Model:            model,
 		ModelName:        model.Name(),
+		Provider:         cfg.Provider,
+		ModelAliases:     cfg.ModelAliases,
 		MaxTurns:         cfg.MaxTurns,
 		Timeout:          cfg.Timeout,
 		ApprovalMode:     cfg.ApprovalMode,

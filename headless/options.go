@@ -46,6 +46,12 @@ type Options struct {
 	Model llm.Model
 	// ModelName is reported in init and assistant events.
 	ModelName string
+	// Provider names the provider of Model (openai, anthropic, scripted), for the agent
+	// files that write their model as provider:model.
+	Provider string
+	// ModelAliases map the model values of agent files (sonnet, opus, haiku, fast, ...)
+	// to model names (the model-aliases settings; agents.ResolveModel).
+	ModelAliases map[string]string
 	// MaxTurns caps parent model calls; 0 means no cap.
 	MaxTurns int
 	// Timeout bounds the whole run; 0 means none.

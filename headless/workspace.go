@@ -18,6 +18,7 @@ import (
 func (s *session) definitions() agents.Catalog {
 	cat, warnings := agents.LoadDefinitions(agents.LoadOptions{
 		ProjectDir: s.opts.CWD, UserStokeHome: s.opts.Home, Bare: s.opts.Bare, TrustProject: s.opts.TrustProject,
+		ModelAliases: s.opts.ModelAliases, Provider: s.opts.Provider, ParentModel: s.opts.ModelName,
 	})
 	for _, w := range warnings {
 		s.opts.Logger.Warn("agent definition", "warning", w)
