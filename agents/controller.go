@@ -293,7 +293,7 @@ func (c *controller) revive() (*Runtime, *store.Transcript, error) {
 	}
 	loaded, err := st.ReadTranscript(path)
 	if errors.Is(err, store.ErrOutside) {
-		return nil, nil, fmt.Errorf("%w: its transcript path is not inside its session directory: %w", ErrNotContinuable, err)
+		return nil, nil, fmt.Errorf("%w: its transcript path leaves its session directory: %w", ErrNotContinuable, err)
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("revive %s: %w", c.id, err)

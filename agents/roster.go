@@ -82,7 +82,7 @@ func blockedReason(sess *store.Session, s Sidecar, o RosterOptions) string {
 		return "it has no transcript"
 	}
 	if err := sess.Confine(row.Transcript); err != nil {
-		return fmt.Sprintf("its transcript path is not inside its session directory: %v", err)
+		return fmt.Sprintf("its transcript path leaves its session directory: %v", err)
 	}
 	p, err := store.ProbeTranscript(row.Transcript)
 	switch {

@@ -128,7 +128,7 @@ func TestLoadRoster(t *testing.T) {
 	want := map[TaskID]string{ // id -> blocked reason fragment ("" = continuable)
 		tid(1): "", tid(2): "", tid(4): "", tid(7): "transcript is missing", tid(8): "belongs to task",
 		tid(9): "worktree", tid(10): "/elsewhere",
-		tid(15): "not inside its session directory", tid(0): "not inside its session directory",
+		tid(15): "leaves its session directory", tid(0): "leaves its session directory",
 		TaskID("a" + strings.Repeat("f", 15) + "e"): "holds no history",
 	}
 	if len(got) != len(want) {

@@ -110,14 +110,14 @@ func TestReviveIsConfinedToTheSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := reg.Collect(t.Context(), tid(3), false)
-	if err != nil || got.Status != StatusFailed || !strings.Contains(got.LastOutcome.Error, "outside the session directory") {
+	if err != nil || got.Status != StatusFailed || !strings.Contains(got.LastOutcome.Error, "leaves its session directory") {
 		t.Fatalf("row = %+v, %v", got, err)
 	}
 	if after, _ := os.ReadFile(victim); !bytes.Equal(after, before) {
 		t.Fatalf("another session's transcript was written:\n%s", after)
 	}
 	// It is not tried again.
-	if _, err := reg.Send(context.Background(), tid(3), "go on", "c2"); !errors.Is(err, ErrNotContinuable) || !strings.Contains(err.Error(), "not inside its session directory") {
+	if _, err := reg.Send(context.Background(), tid(3), "go on", "c2"); !errors.Is(err, ErrNotContinuable) || !strings.Contains(err.Error(), "leaves its session directory") {
 		t.Errorf("second send: %v", err)
 	}
 }

@@ -172,13 +172,11 @@ func (o *opened) load(opts Options) error {
 	case err != nil:
 		return fmt.Errorf("%w: resume %s: %w", ErrRunFailed, o.id, err)
 	default:
-		if len(loaded.Warnings) > 0 {
-			log.Warn("session transcript damaged", "skipped", strings.Join(loaded.Warnings, "; "))
-		}
 		var rep store.Repairs
 		o.history, rep = store.Repair(loaded.Messages)
-		if rep.Damaged() {
-			log.Warn("session transcript repaired", "repairs", rep.String())
+		if len(loaded.Warnings) > 0 || rep.Damaged() {
+			// One warning for the whole transcript: what was skipped, what was repaired.
+			log.Warn("session transcript damaged: its history was repaired", "skipped", strings.Join(loaded.Warnings, "; "), "repairs", rep.String())
 		} else if rep.Closed > 0 {
 			log.Debug("session transcript: a cut turn closed", "repairs", rep.String())
 		}

@@ -225,8 +225,24 @@ func (s *Session) OpenParent(info Info, now func() time.Time) (*Transcript, erro
 }
 
 // ErrOutside: a path stored in a session (a sidecar's transcript) does not lie inside
-// that session's directory, or is a symbolic link.
+// that session's directory, or is a symbolic link (an *OutsideError says which).
 var ErrOutside = errors.New("outside the session directory")
+
+// OutsideError is the error of a path that Confine refuses.
+type OutsideError struct {
+	Path, Dir string
+	Symlink   bool // the path is a symbolic link (else it lies outside Dir)
+}
+
+func (e *OutsideError) Error() string {
+	if e.Symlink {
+		return e.Path + " is a symbolic link"
+	}
+	return e.Path + " lies outside " + e.Dir
+}
+
+// Is makes errors.Is(err, ErrOutside) hold.
+func (e *OutsideError) Is(target error) bool { return target == ErrOutside }
 
 // Confine checks that path lies inside the session directory, lexically, and is not a
 // symbolic link: a session's files never reach another session's or anything else.
@@ -234,12 +250,13 @@ func (s *Session) Confine(path string) error {
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(s.dir, path)
 	}
-	rel, err := filepath.Rel(s.dir, filepath.Clean(path))
+	path = filepath.Clean(path)
+	rel, err := filepath.Rel(s.dir, path)
 	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return fmt.Errorf("%w: %s lies outside %s", ErrOutside, path, s.dir)
+		return &OutsideError{Path: path, Dir: s.dir}
 	}
 	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSymlink != 0 {
-		return fmt.Errorf("%w: %s is a symbolic link", ErrOutside, path)
+		return &OutsideError{Path: path, Dir: s.dir, Symlink: true}
 	}
 	return nil
 }
