@@ -33,6 +33,7 @@ type rosterSidecar struct {
 	ended        time.Time
 	transcript   string // the path stored in the sidecar (default: its own transcript)
 	noHistory    bool   // the transcript holds its meta record only
+	garbage      bool   // the transcript is not JSONL at all
 	blocked      string // the stored blocked reason (a launch that failed)
 }
 
@@ -60,6 +61,12 @@ func writeRosterSidecar(t *testing.T, dir, cwd string, f rosterSidecar) {
 			_ = tr.Write(store.Record{Type: store.RecordTurn, Turn: 1, Status: string(StatusCompleted), Summary: "Stored."})
 		}
 		if err := tr.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if f.garbage {
+		_ = os.MkdirAll(filepath.Dir(path), 0o700)
+		if err := os.WriteFile(path, []byte("not a transcript\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -104,6 +111,7 @@ func TestLoadRoster(t *testing.T) {
 		{id: tid(15), status: StatusPaused, backgrounded: true, transcript: "../s2/agents/" + string(tid(13)) + ".jsonl", transcriptOf: tid(15), noTranscript: true, ended: base},
 		{id: tid(0), status: StatusRunning, backgrounded: true, transcript: otherTranscript, noTranscript: true, ended: base},
 		{id: TaskID("a" + strings.Repeat("f", 15) + "e"), status: StatusCompleted, backgrounded: true, noHistory: true, ended: base},
+		{id: TaskID("a" + strings.Repeat("e", 15) + "f"), status: StatusCompleted, backgrounded: true, noTranscript: true, garbage: true, ended: base},
 	}
 	for _, f := range fixtures {
 		writeRosterSidecar(t, dir, cwd, f)
@@ -130,6 +138,7 @@ func TestLoadRoster(t *testing.T) {
 		tid(9): "worktree", tid(10): "/elsewhere",
 		tid(15): "leaves its session directory", tid(0): "leaves its session directory",
 		TaskID("a" + strings.Repeat("f", 15) + "e"): "holds no history",
+		TaskID("a" + strings.Repeat("e", 15) + "f"): "its transcript cannot be read: its first line is not the task's meta record",
 	}
 	if len(got) != len(want) {
 		t.Errorf("restored %d rows, want %d: %v", len(got), len(want), rows)
