@@ -210,13 +210,16 @@ func TestPartialFindingsAfterCancellation(t *testing.T) {
 	tests := []struct {
 		name   string
 		cancel func(h *harness, id TaskID)
+		status Status
 	}{
 		{"task_stop", func(h *harness, id TaskID) {
 			if res := h.call(h.ctx(), ToolTaskStop, map[string]any{"task_id": string(id)}); res.IsError {
 				h.t.Fatalf("task_stop = %+v", res)
 			}
-		}},
-		{"cancel all", func(h *harness, _ TaskID) { h.reg.CancelAll(errors.New("end of run")) }},
+		}, StatusCancelled},
+		// The end of the run pauses it instead: it can be continued.
+		{"cancel all", func(h *harness, _ TaskID) { h.reg.CancelAll(errors.New("end of run")) }, StatusPaused},
+		{"the run's context", func(h *harness, _ TaskID) { h.cancelRun() }, StatusPaused},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -228,7 +231,7 @@ func TestPartialFindingsAfterCancellation(t *testing.T) {
 			tc.cancel(h, id)
 			res := h.call(h.ctx(), ToolTask, map[string]any{"task_id": string(id)})
 			row, _ := h.reg.Get(id)
-			if row.Status != StatusCancelled || !row.Interrupted || row.LastOutcome.Text != "PARTIAL-FINDINGS so far" || row.LastOutcome.Reason != ReasonCancelled {
+			if row.Status != tc.status || !row.Interrupted || row.LastOutcome.Text != "PARTIAL-FINDINGS so far" || row.LastOutcome.Reason != ReasonCancelled {
 				t.Fatalf("row = %+v", row)
 			}
 			if !strings.Contains(res.Content, "partial findings") || !strings.Contains(res.Content, "PARTIAL-FINDINGS so far") {

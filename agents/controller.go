@@ -46,6 +46,7 @@ type controller struct {
 	cancel        context.CancelCauseFunc
 	seq           int
 	stopRequested bool
+	stopCause     error      // why the latest turn was stopped: ErrStopped (task_stop) or the run's end
 	cur           *turnState // the turn running (nil between turns)
 	// done is closed when the latest turn has settled (outcome recorded, notification
 	// delivered); a row with no turn running or finishing has it closed. last is closed
@@ -205,7 +206,7 @@ func (c *controller) schedule(parent context.Context, t turn) (context.Context, 
 	c.cancel = cancel
 	c.seq++
 	t.seq = c.seq
-	c.stopRequested = false
+	c.stopRequested, c.stopCause = false, nil
 	return ctx, t
 }
 
@@ -291,6 +292,9 @@ func (c *controller) revive() (*Runtime, *store.Transcript, error) {
 		return nil, nil, fmt.Errorf("%w: task has no transcript to revive from", ErrNotContinuable)
 	}
 	loaded, err := st.ReadTranscript(path)
+	if errors.Is(err, store.ErrOutside) {
+		return nil, nil, fmt.Errorf("%w: its transcript path leaves its session directory: %w", ErrNotContinuable, err)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("revive %s: %w", c.id, err)
 	}
@@ -300,11 +304,18 @@ func (c *controller) revive() (*Runtime, *store.Transcript, error) {
 	if loaded.Meta.TaskID != "" && loaded.Meta.TaskID != string(c.id) {
 		return nil, nil, fmt.Errorf("%w: transcript %s belongs to task %s", ErrNotContinuable, path, loaded.Meta.TaskID)
 	}
+	history, rep := store.Repair(loaded.Messages)
+	if len(history) == 0 {
+		return nil, nil, fmt.Errorf("%w: its transcript %s holds no history", ErrNotContinuable, path)
+	}
+	if rep.Damaged() {
+		c.env.cfg.Logger.Warn("transcript repaired", "task_id", c.id, "repairs", rep.String())
+	}
 	tr, err := st.OpenTranscript(path, c.env.cfg.Now)
 	if err != nil {
 		return nil, nil, fmt.Errorf("revive %s: %w", c.id, err)
 	}
-	rt := c.newRuntime(tr, store.RepairDangling(loaded.Messages), "")
+	rt := c.newRuntime(tr, history, "")
 	c.mu.Lock()
 	c.rt, c.tr = rt, tr
 	c.mu.Unlock()
@@ -457,8 +468,10 @@ func (c *controller) finish(t turn, res TurnResult) {
 		if res.Err != nil {
 			errText = res.Err.Error()
 		}
-		interrupted := res.Reason == ReasonCancelled || c.stopRequested || errors.Is(res.Err, context.Canceled)
-		c.row.end(cfg.Now().UTC(), interrupted, Outcome{Text: res.FinalText, Reason: res.Reason, Error: errText, Usage: usage, Worktree: worktree, Undelivered: len(c.queue)})
+		c.row.end(cfg.Now().UTC(), c.endStatusLocked(res), Outcome{Text: res.FinalText, Reason: res.Reason, Error: errText, Usage: usage, Worktree: worktree, Undelivered: len(c.queue)})
+		if errors.Is(res.Err, ErrNotContinuable) {
+			c.row.BlockedReason = errText // a revival found nothing it may continue from
+		}
 		c.queue = nil
 		if c.tr != nil {
 			_ = c.tr.Write(store.Record{Type: store.RecordTurn, Turn: t.n, Status: string(c.row.Status), Summary: res.FinalText})
@@ -501,6 +514,22 @@ func (c *controller) finish(t turn, res TurnResult) {
 	close(t.done)
 }
 
+// endStatusLocked is the status of a turn that did not complete: cancelled when the
+// parent stopped it (task_stop), paused when anything else cut it short (the end of the
+// run: a signal, --timeout, --background-on-exit cancel, shutdown), failed on an error.
+// Call with c.mu held.
+func (c *controller) endStatusLocked(res TurnResult) Status {
+	interrupted := res.Reason == ReasonCancelled || c.stopRequested || errors.Is(res.Err, context.Canceled)
+	switch {
+	case !interrupted:
+		return StatusFailed
+	case errors.Is(c.stopCause, ErrStopped):
+		return StatusCancelled
+	default:
+		return StatusPaused
+	}
+}
+
 // finalizeWorktree ends the isolated worktree of the turn that just ran, if it had one, and
 // says what became of it.
 func (c *controller) finalizeWorktree() string {
@@ -538,7 +567,9 @@ func (c *controller) failLaunch(err error) {
 func (c *controller) stop(cause error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.stopRequested = true
+	if !c.stopRequested {
+		c.stopRequested, c.stopCause = true, cause
+	}
 	if c.cancel != nil {
 		c.cancel(cause)
 	}

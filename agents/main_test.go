@@ -2,6 +2,7 @@ package agents
 
 import (
 	"context"
+	"errors"
 	"iter"
 	"strings"
 	"sync"
@@ -133,6 +134,8 @@ type harness struct {
 
 	// hook, when set before the registry is used, sees every event before it is recorded.
 	hook func(streamjson.Event)
+	// cancelRun cancels the run's context the registry lives under (a signal, --timeout).
+	cancelRun func()
 
 	mu       sync.Mutex
 	runtimes []*Runtime
@@ -181,8 +184,10 @@ func newHarness(t *testing.T, fn genFunc, mod ...func(*RegistryConfig)) *harness
 	for _, f := range mod {
 		f(&cfg)
 	}
-	h.reg = NewRegistry(context.Background(), cfg)
-	t.Cleanup(h.reg.Shutdown)
+	run, cancel := context.WithCancelCause(context.Background())
+	h.cancelRun = func() { cancel(errors.New("interrupted")) }
+	h.reg = NewRegistry(run, cfg)
+	t.Cleanup(func() { h.reg.Shutdown(); cancel(nil) })
 	return h
 }
 

@@ -25,7 +25,8 @@ func taskNotification(row Row, t turn) *streamjson.TaskNotification {
 	switch row.Status {
 	case StatusCompleted:
 		n.Status = streamjson.StatusCompleted
-	case StatusCancelled:
+	case StatusCancelled, StatusPaused:
+		// The SDKs' word for a turn cut short; the row says whether it can go on.
 		n.Status, n.Reason = streamjson.StatusStopped, "cancelled"
 	default:
 		n.Status, n.Reason = streamjson.StatusFailed, row.LastOutcome.Reason
@@ -44,10 +45,16 @@ func NotificationText(row Row, toolUseID, status string) string {
 	fmt.Fprintf(&b, "<status>%s</status>\n", status)
 	fmt.Fprintf(&b, "<turn>%d</turn>\n", row.Turn)
 	summary := fmt.Sprintf("Agent %q (%s) %s turn %d.", row.Description, row.SubagentType, status, row.Turn)
-	if row.Interrupted {
+	switch {
+	case row.Status == StatusPaused:
+		summary += " It was interrupted when the run ended, before it finished; the result holds its partial findings, and send_message continues it."
+	case row.Interrupted:
 		summary += " It was cancelled before it finished; the result holds its partial findings."
-	} else if row.LastOutcome.Error != "" {
+	case row.LastOutcome.Error != "":
 		summary += " Error: " + row.LastOutcome.Error
+		if row.Status == StatusFailed && row.blocked() == "" {
+			summary += " It keeps its history: send_message continues it."
+		}
 	}
 	if row.LastOutcome.Worktree != "" {
 		summary += " " + row.LastOutcome.Worktree

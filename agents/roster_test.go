@@ -31,6 +31,10 @@ type rosterSidecar struct {
 	isolation    string
 	cwd          string
 	ended        time.Time
+	transcript   string // the path stored in the sidecar (default: its own transcript)
+	noHistory    bool   // the transcript holds its meta record only
+	garbage      bool   // the transcript is not JSONL at all
+	blocked      string // the stored blocked reason (a launch that failed)
 }
 
 func writeRosterSidecar(t *testing.T, dir, cwd string, f rosterSidecar) {
@@ -51,16 +55,27 @@ func writeRosterSidecar(t *testing.T, dir, cwd string, f rosterSidecar) {
 			t.Fatal(err)
 		}
 		_ = tr.Write(store.Record{Type: store.RecordMeta, TaskID: string(f.transcriptOf), SubagentType: GeneralPurpose})
-		_ = tr.Append(llm.UserText("Remember NONCE-" + strings.ToUpper(string(f.id[1:7]))))
-		_ = tr.Append(llm.Message{Role: llm.RoleAssistant, Content: []llm.Block{llm.TextBlock("Stored.")}})
-		_ = tr.Write(store.Record{Type: store.RecordTurn, Turn: 1, Status: string(StatusCompleted), Summary: "Stored."})
+		if !f.noHistory {
+			_ = tr.Append(llm.UserText("Remember NONCE-" + strings.ToUpper(string(f.id[1:7]))))
+			_ = tr.Append(llm.Message{Role: llm.RoleAssistant, Content: []llm.Block{llm.TextBlock("Stored.")}})
+			_ = tr.Write(store.Record{Type: store.RecordTurn, Turn: 1, Status: string(StatusCompleted), Summary: "Stored."})
+		}
 		if err := tr.Close(); err != nil {
 			t.Fatal(err)
 		}
 	}
+	if f.garbage {
+		_ = os.MkdirAll(filepath.Dir(path), 0o700)
+		if err := os.WriteFile(path, []byte("not a transcript\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if f.transcript != "" {
+		path = f.transcript
+	}
 	row := Row{TaskID: f.id, Description: "d " + string(f.id), SubagentType: GeneralPurpose, Status: f.status, Turn: 1,
 		Backgrounded: f.backgrounded, ParentSessionID: f.owner, Transcript: path,
-		CreatedAt: f.ended.Add(-time.Minute), EndedAt: f.ended}
+		CreatedAt: f.ended.Add(-time.Minute), EndedAt: f.ended, BlockedReason: f.blocked}
 	if err := WriteSidecar(store.At(dir), Sidecar{Row: row, CWD: f.cwd, Isolation: f.isolation}); err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +90,11 @@ func tid(n byte) TaskID { return TaskID("a" + strings.Repeat(string("0123456789a
 
 func TestLoadRoster(t *testing.T) {
 	t.Parallel()
-	dir, cwd := t.TempDir(), "/work/repo"
+	home, cwd := t.TempDir(), "/work/repo"
+	dir := filepath.Join(home, "s1")
+	other := filepath.Join(home, "s2") // another session's transcript must stay out of reach
+	writeRosterSidecar(t, other, cwd, rosterSidecar{id: tid(13), status: StatusCompleted, backgrounded: true})
+	otherTranscript := filepath.Join(other, "agents", string(tid(13))+".jsonl")
 	base := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 	fixtures := []rosterSidecar{
 		{id: tid(1), status: StatusCompleted, backgrounded: true, ended: base.Add(1 * time.Minute)},
@@ -88,6 +107,11 @@ func TestLoadRoster(t *testing.T) {
 		{id: tid(8), status: StatusCompleted, backgrounded: true, transcriptOf: tid(1), ended: base.Add(4 * time.Minute)},
 		{id: tid(9), status: StatusCompleted, backgrounded: true, isolation: "worktree", ended: base.Add(5 * time.Minute)},
 		{id: tid(10), status: StatusCompleted, backgrounded: true, cwd: "/elsewhere", ended: base.Add(6 * time.Minute)},
+		{id: tid(14), status: StatusFailed, backgrounded: true, blocked: "its launch failed", ended: base}, // never ran
+		{id: tid(15), status: StatusPaused, backgrounded: true, transcript: "../s2/agents/" + string(tid(13)) + ".jsonl", transcriptOf: tid(15), noTranscript: true, ended: base},
+		{id: tid(0), status: StatusRunning, backgrounded: true, transcript: otherTranscript, noTranscript: true, ended: base},
+		{id: TaskID("a" + strings.Repeat("f", 15) + "e"), status: StatusCompleted, backgrounded: true, noHistory: true, ended: base},
+		{id: TaskID("a" + strings.Repeat("e", 15) + "f"), status: StatusCompleted, backgrounded: true, noTranscript: true, garbage: true, ended: base},
 	}
 	for _, f := range fixtures {
 		writeRosterSidecar(t, dir, cwd, f)
@@ -110,8 +134,11 @@ func TestLoadRoster(t *testing.T) {
 		got[r.TaskID] = r
 	}
 	want := map[TaskID]string{ // id -> blocked reason fragment ("" = continuable)
-		tid(1): "", tid(2): "", tid(7): "transcript is missing", tid(8): "belongs to task",
+		tid(1): "", tid(2): "", tid(4): "", tid(7): "transcript is missing", tid(8): "belongs to task",
 		tid(9): "worktree", tid(10): "/elsewhere",
+		tid(15): "leaves its session directory", tid(0): "leaves its session directory",
+		TaskID("a" + strings.Repeat("f", 15) + "e"): "holds no history",
+		TaskID("a" + strings.Repeat("e", 15) + "f"): "its transcript cannot be read: its first line is not the task's meta record",
 	}
 	if len(got) != len(want) {
 		t.Errorf("restored %d rows, want %d: %v", len(got), len(want), rows)
@@ -140,9 +167,9 @@ func TestLoadRoster(t *testing.T) {
 	for _, r := range rows {
 		ids = append(ids, string(r.TaskID))
 	}
-	if len(rows) != 3 || !strings.Contains(strings.Join(ids, ","), string(tid(2))) ||
+	if len(rows) != 5 || !strings.Contains(strings.Join(ids, ","), string(tid(2))) ||
 		!strings.Contains(strings.Join(ids, ","), string(tid(10))) || !strings.Contains(strings.Join(ids, ","), string(tid(9))) {
-		t.Errorf("limited roster = %v, want the running row and the two newest completed", ids)
+		t.Errorf("limited roster = %v, want the running and paused rows and the two newest completed", ids)
 	}
 }
 
@@ -253,10 +280,10 @@ func TestRestoreIsAllOrNothing(t *testing.T) {
 	defer reg.Shutdown()
 	rows := []Row{
 		{TaskID: tid(1), SubagentType: GeneralPurpose, Status: StatusCompleted},
-		{TaskID: tid(2), SubagentType: GeneralPurpose, Status: StatusFailed}, // never restored
+		{TaskID: tid(2), SubagentType: GeneralPurpose, Status: StatusCancelled}, // never restored
 	}
 	if err := reg.Restore(rows); err == nil {
-		t.Fatal("restore of a failed row succeeded")
+		t.Fatal("restore of a cancelled row succeeded")
 	}
 	if n := len(reg.List()); n != 0 {
 		t.Fatalf("a failed restore left %d rows behind", n)

@@ -8,7 +8,18 @@ import (
 	"github.com/stoke-cli/stoke/streamjson"
 )
 
-// Status of a task row.
+// Status of a task row. What each says about the task's latest turn, and whether
+// send_message can start another (docs/sessions.md has the table for users):
+//
+//	running    a turn is running (or scheduled); messages are queued into it
+//	completed  the turn ended with the agent's answer; continuable
+//	paused     the turn was interrupted because the run ended (SIGINT, SIGTERM, --timeout,
+//	           --background-on-exit cancel, or a crash found on --resume); its partial
+//	           findings are kept; continuable
+//	failed     the turn ended with an error (a provider's retries spent, the step cap);
+//	           continuable on the history it kept — unless the launch itself failed before
+//	           the first turn ran (BlockedReason says so), which leaves nothing to continue
+//	cancelled  the parent stopped it with task_stop; its partial findings are kept; final
 type Status string
 
 const (
@@ -72,9 +83,10 @@ type Row struct {
 //
 //	(launch)  ─────────────► running
 //	running   ─complete────► completed ─continueTurn─► running (turn+1)
-//	running   ─end─────────► failed | cancelled   (never continued)
-//	(restore) ─────────────► completed | paused  ─continueTurn─► running (turn+1)
-//	running   ─failLaunch──► failed               (before the first turn ran)
+//	running   ─end─────────► failed | paused ─continueTurn─► running (turn+1)
+//	running   ─end─────────► cancelled            (task_stop: never continued)
+//	(restore) ─────────────► completed | failed | paused ─continueTurn─► running (turn+1)
+//	running   ─failLaunch──► failed, blocked      (before the first turn ran)
 //
 // A transition into running happens only under the registry's lock (it counts against
 // the caps); the others under the task controller's. The methods only change the row:
@@ -87,38 +99,46 @@ func (r *Row) complete(now time.Time, final string) {
 	r.LastOutcome = Outcome{Text: final, Reason: ReasonCompleted}
 }
 
-// end records a turn that did not complete: failed, or cancelled when interrupted.
-func (r *Row) end(now time.Time, interrupted bool, o Outcome) {
-	r.Status = StatusFailed
-	if interrupted {
-		r.Status = StatusCancelled
-	}
+// end records a turn that did not complete: status is StatusFailed (an error),
+// StatusPaused (interrupted by the end of the run) or StatusCancelled (task_stop).
+func (r *Row) end(now time.Time, status Status, o Outcome) {
+	interrupted := status != StatusFailed
+	r.Status = status
 	r.UpdatedAt, r.EndedAt = now, now
 	r.Interrupted = interrupted
 	o.Interrupted = interrupted
 	r.LastOutcome = o
 }
 
-// failLaunch records a launch that failed before its first turn ran; no notification is due.
+// failLaunch records a launch that failed before its first turn ran; no notification is
+// due, and there is no history to continue.
 func (r *Row) failLaunch(now time.Time, err error) {
 	r.Status, r.UpdatedAt, r.EndedAt, r.Notified = StatusFailed, now, now, true
 	r.LastOutcome = Outcome{Reason: ReasonError, Error: err.Error()}
+	r.BlockedReason = "its launch failed before it started (" + err.Error() + "); launch a new task"
 }
 
-// continuable says why a new turn cannot start on the row (nil when it can); a running
-// row takes messages into its turn instead.
-func (r *Row) continuable() error {
-	switch r.Status {
-	case StatusFailed, StatusCancelled:
-		return fmt.Errorf("%w: task %s is %s and cannot be continued; launch a new task", ErrNotContinuable, r.TaskID, r.Status)
+// blocked says why a new turn cannot start on the row ("" when it can; a running row
+// takes messages into its turn instead).
+func (r *Row) blocked() string {
+	switch {
+	case r.BlockedReason != "":
+		return r.BlockedReason
+	case r.Status == StatusCancelled:
+		return "it was stopped with task_stop and cannot be continued; launch a new task"
 	}
-	if r.BlockedReason != "" {
-		return fmt.Errorf("%w: %s", ErrNotContinuable, r.BlockedReason)
+	return ""
+}
+
+// continuable says why a new turn cannot start on the row (nil when it can).
+func (r *Row) continuable() error {
+	if reason := r.blocked(); reason != "" {
+		return fmt.Errorf("%w: task %s: %s", ErrNotContinuable, r.TaskID, reason)
 	}
 	return nil
 }
 
-// continueTurn starts the next turn of a completed or paused row.
+// continueTurn starts the next turn of a completed, failed or paused row.
 func (r *Row) continueTurn(now time.Time, toolUseID string) {
 	r.Status, r.Turn, r.UpdatedAt = StatusRunning, r.Turn+1, now
 	r.Notified, r.Interrupted = false, false
@@ -133,15 +153,18 @@ func (r *Row) countsAsBackground() bool {
 	return r.Status == StatusRunning && (r.Backgrounded || r.Turn > 1)
 }
 
-// restored returns the row as a resume brings it back: completed rows stay completed,
-// running ones come back paused, both already notified.
+// restored returns the row as a resume brings it back: completed and failed rows stay
+// as they were, running ones come back paused (their process ended mid-turn), all
+// already notified in the registry (a notification the parent never read is delivered
+// with the first prompt: UnreadNotifications).
 func (r Row) restored() (Row, error) {
 	switch r.Status {
-	case StatusCompleted:
+	case StatusCompleted, StatusFailed:
 	case StatusRunning, StatusPaused:
 		r.Status = StatusPaused
+		r.Interrupted = true
 	default:
-		return Row{}, fmt.Errorf("restore: task %s is %s; only completed and running tasks are restored", r.TaskID, r.Status)
+		return Row{}, fmt.Errorf("restore: task %s is %s; only completed, failed, paused and running tasks are restored", r.TaskID, r.Status)
 	}
 	r.Notified = true
 	return r, nil

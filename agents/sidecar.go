@@ -110,3 +110,45 @@ func ReadSidecars(sess *store.Session) ([]Sidecar, []string) {
 	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
 	return out, warnings
 }
+
+// ForkSidecar returns how a sidecar of session src is copied into its fork newID
+// (store.Fork): a row of src now belongs to the fork, and its transcript path stays
+// relative to the session directory, so that it names the fork's copy. Rows of another
+// session are copied as they are (a resume leaves them out).
+func ForkSidecar(src *store.Session, srcID, newID string) store.SidecarFunc {
+	return func(name string, data []byte) ([]byte, error) {
+		id, err := ParseTaskID(name)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %q is not a task id", ErrBadSidecar, name)
+		}
+		s, err := DecodeSidecar(data, id, src.Abs)
+		if err != nil {
+			return nil, err
+		}
+		if s.ParentSessionID == srcID {
+			s.ParentSessionID = newID
+		}
+		return EncodeSidecar(s, src.Rel)
+	}
+}
+
+// BindSidecar returns how an imported session's sidecars are bound to working directory
+// cwd (store.Import): a row of the session that ran in the session's working directory
+// as the archive recorded it now runs in cwd, so that it is continuable there. Other rows
+// keep theirs (and stay blocked).
+func BindSidecar(cwd string) func(from store.Info, name string, data []byte) ([]byte, error) {
+	return func(from store.Info, name string, data []byte) ([]byte, error) {
+		id, err := ParseTaskID(name)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %q is not a task id", ErrBadSidecar, name)
+		}
+		s, err := DecodeSidecar(data, id, nil)
+		if err != nil {
+			return nil, err
+		}
+		if s.ParentSessionID == from.SessionID && s.CWD != "" && from.CWD != "" && filepath.Clean(s.CWD) == filepath.Clean(from.CWD) {
+			s.CWD = filepath.Clean(cwd)
+		}
+		return EncodeSidecar(s, nil)
+	}
+}

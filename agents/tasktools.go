@@ -118,10 +118,15 @@ func formatOutcome(row Row) tools.Result {
 	fmt.Fprintf(&b, "status: %s (turn %d)\n", row.Status, row.Turn)
 	o := row.LastOutcome
 	switch {
+	case row.Status == StatusPaused:
+		b.WriteString("The task was interrupted when the run ended, before it finished; send_message continues it. Its partial findings:\n")
 	case row.Interrupted:
 		b.WriteString("The task was cancelled before it finished. Its partial findings:\n")
 	case o.Error != "":
 		fmt.Fprintf(&b, "error: %s\n", o.Error)
+		if row.blocked() == "" {
+			b.WriteString("It keeps its history: send_message continues it with a new instruction.\n")
+		}
 	}
 	fmt.Fprintf(&b, "<task_result>\n%s\n</task_result>", o.Text)
 	if o.Worktree != "" {
@@ -225,15 +230,7 @@ func (t listAgentsTool) Run(context.Context, tools.Call) tools.Result {
 		Agents []AgentListing `json:"agents"`
 	}{Agents: make([]AgentListing, 0, len(rows))}
 	for _, r := range rows {
-		reason := r.BlockedReason
-		if reason == "" {
-			switch r.Status {
-			case StatusFailed:
-				reason = "the task failed; launch a new task"
-			case StatusCancelled:
-				reason = "the task was cancelled; launch a new task"
-			}
-		}
+		reason := r.blocked()
 		out.Agents = append(out.Agents, AgentListing{
 			TaskID: r.TaskID, Description: r.Description, SubagentType: r.SubagentType,
 			Status: r.Status, Turn: r.Turn, Continuable: reason == "", BlockedReason: reason,

@@ -27,8 +27,8 @@ import (
 // --add-dir, --settings, ...) is refused with one line that says what to do instead: a
 // script learns at once instead of parsing output that was never produced. In SDK mode
 // (stream-json both ways) nothing is refused, as the SDK may pass any of them.
-// -p/--print, --model, --max-turns, --resume, --continue, --session-id, --bare,
-// --verbose and --debug are stoke's own flags with the same meaning.
+// -p/--print, --model, --max-turns, --resume, --continue, --session-id, --fork-session,
+// --bare, --verbose and --debug are stoke's own flags with the same meaning.
 
 // flagType is the type of a Claude Code flag's value.
 type flagType int
@@ -109,7 +109,6 @@ func claudeFlags() []claudeFlag {
 		{name: "betas", typ: flagList, more: moreBetas, ignored: "stoke sends no Anthropic beta headers"},
 		{name: "agent", typ: flagString, ignored: "the parent is always stoke's own agent",
 			instead: "put the agent's instructions in --append-system-prompt, or define it with --agents and let the parent launch it with the task tool"},
-		{name: "fork-session", typ: flagBool, ignored: "a resumed session continues under its own id"},
 		{name: "resume-session-at", typ: flagString, ignored: "a resumed session continues from its last message"},
 		{name: "resume-drops-turn", typ: flagString, ignored: "a resumed session continues from its last message"},
 		{name: "include-hook-events", typ: flagBool, ignored: "stoke writes no hook events"},

@@ -71,12 +71,14 @@ type Config struct {
 	Progress           string        `mapstructure:"progress"`
 
 	// Per-run values: flags and STOKE_* environment only; a settings file cannot set them.
-	Prompt       string `mapstructure:"prompt"`
-	Resume       string `mapstructure:"resume"`
-	Continue     bool   `mapstructure:"continue"`
-	SessionID    string `mapstructure:"session-id"`
-	Bare         bool   `mapstructure:"bare"`
-	TrustProject bool   `mapstructure:"trust-project"`
+	Prompt         string        `mapstructure:"prompt"`
+	WaitForSession time.Duration `mapstructure:"wait-for-session"`
+	Resume         string        `mapstructure:"resume"`
+	Continue       bool          `mapstructure:"continue"`
+	SessionID      string        `mapstructure:"session-id"`
+	ForkSession    bool          `mapstructure:"fork-session"`
+	Bare           bool          `mapstructure:"bare"`
+	TrustProject   bool          `mapstructure:"trust-project"`
 
 	// Structured settings-file values, merged entry by entry across files (never through
 	// viper, whose key paths would split model names like gpt-4.1 at the dot).
@@ -198,6 +200,8 @@ func settings() []setting {
 		{key: "resume", kind: kindString, flag: true, perRun: true},
 		{key: "continue", kind: kindBool, flag: true, perRun: true},
 		{key: "session-id", kind: kindString, flag: true, perRun: true},
+		{key: "fork-session", kind: kindBool, flag: true, perRun: true},
+		{key: "wait-for-session", kind: kindDuration, flag: true, perRun: true},
 		{key: "bare", kind: kindBool, flag: true, perRun: true},
 		{key: "trust-project", kind: kindBool, flag: true, perRun: true},
 		{key: "verbose", kind: kindBool, flag: true, def: false, scope: scopeAny},
@@ -846,9 +850,15 @@ func (c *Config) validate() (slog.Level, error) {
 	if c.Resume != "" && c.Continue {
 		return 0, usageErrorf("--resume and --continue cannot be used together")
 	}
+	if c.ForkSession && c.Resume == "" && !c.Continue {
+		return 0, usageErrorf("--fork-session forks a stored session: use it with --resume SESSION_ID or --continue")
+	}
+	if c.WaitForSession < 0 {
+		return 0, usageErrorf("invalid --wait-for-session %v%s: want 0 (do not wait) or a positive duration", c.WaitForSession, c.from("wait-for-session"))
+	}
 	if c.SessionID != "" {
-		if c.Resume != "" || c.Continue {
-			return 0, usageErrorf("--session-id starts a new session: it cannot be used with --resume or --continue")
+		if (c.Resume != "" || c.Continue) && !c.ForkSession {
+			return 0, usageErrorf("--session-id starts a new session: it cannot be used with --resume or --continue (except to name the fork of --fork-session)")
 		}
 		id, err := uuid.Parse(c.SessionID)
 		if err != nil {

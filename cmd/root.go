@@ -119,7 +119,7 @@ func exitCode(err error) int {
 		return 0
 	case errors.As(err, &interrupted):
 		return interrupted.ExitCode()
-	case errors.As(err, &usage), errors.Is(err, headless.ErrUsage):
+	case errors.As(err, &usage), errors.Is(err, headless.ErrUsage), errors.Is(err, headless.ErrSessionBusy):
 		return 2
 	case errors.Is(err, headless.ErrMaxTurns), errors.Is(err, headless.ErrRunFailed):
 		return 1
@@ -216,7 +216,9 @@ func addRunFlags(f *pflag.FlagSet) {
 	f.Bool("no-background-agents", false, "turn background agents off (no run_in_background)")
 	f.StringP("resume", "r", "", "continue the stored session `SESSION_ID` (restores its agent roster)")
 	f.BoolP("continue", "c", false, "resume the most recent session of this working directory")
-	f.String("session-id", "", "start a new session with this `UUID`")
+	f.String("session-id", "", "start a new session with this `UUID` (with --fork-session: the fork's id)")
+	f.Bool("fork-session", false, "with --resume or --continue: continue a copy of the session under a new id, leaving the original untouched")
+	f.Duration("wait-for-session", 0, "wait up to `DURATION` for another run that writes the same session (default: exit 2 at once)")
 	f.Bool("bare", false, "no project settings, no post-restore reminder")
 	f.Bool("trust-project", false, "let the project's settings and agent files widen the run (endpoints, keys, hooks, trace file); see README")
 	f.Bool("verbose", false, "accepted for compatibility with Claude Code's stream-json usage")

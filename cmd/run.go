@@ -73,8 +73,8 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, args []strin
 	}
 
 	sessionID := cfg.SessionID
-	if sessionID == "" && cfg.Resume == "" && !cfg.Continue {
-		sessionID = deps.NewSessionID()
+	if sessionID == "" && (cfg.Resume == "" && !cfg.Continue || cfg.ForkSession) {
+		sessionID = deps.NewSessionID() // a new session, or the fork's
 	}
 	opts := headless.Options{
 		Prompt:           prompt,
@@ -95,6 +95,8 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, args []strin
 		SessionID:        sessionID,
 		Resume:           cfg.Resume,
 		Continue:         cfg.Continue,
+		ForkSession:      cfg.ForkSession,
+		WaitForSession:   cfg.WaitForSession,
 		Home:             home,
 		Version:          deps.Version,
 		MaxBackground:    cfg.MaxBackground,

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"path/filepath"
 	"text/tabwriter"
 	"time"
 
@@ -25,7 +24,7 @@ type SessionsListOptions struct {
 }
 
 // NewCmdSessions returns `stoke sessions` with its `list` subcommand, which calls listF
-// (listSessions when nil).
+// (listSessions when nil), and `export` and `import`.
 func NewCmdSessions(deps *Deps, listF func(context.Context, SessionsListOptions) error) *cobra.Command {
 	if listF == nil {
 		listF = listSessions
@@ -50,7 +49,7 @@ func NewCmdSessions(deps *Deps, listF func(context.Context, SessionsListOptions)
 		},
 	}
 	list.Flags().BoolVar(&opts.JSON, "json", false, "print a JSON array")
-	cmd.AddCommand(list)
+	cmd.AddCommand(list, NewCmdSessionsExport(deps, nil), NewCmdSessionsImport(deps, nil))
 	return cmd
 }
 
@@ -62,7 +61,7 @@ func listSessions(_ context.Context, opts SessionsListOptions) error {
 	}
 	mine := make([]store.Info, 0, len(all))
 	for _, s := range all {
-		if filepath.Clean(s.Info.CWD) == filepath.Clean(opts.CWD) {
+		if s.In(opts.CWD) {
 			mine = append(mine, s.Info)
 		}
 	}

@@ -82,7 +82,8 @@ package e2e
 //	  exitcode 2 stoke --no-such-flag
 //	  stderr -count=1 '^.'            exactly one non-empty line on stderr
 //
-// mockanthropic, mockstop, normstream: see record_cmds_test.go.
+// mockanthropic, mockstop, normstream: see record_cmds_test.go. tarball: see
+// archive_cmds_test.go.
 
 import (
 	"bytes"
@@ -120,6 +121,7 @@ func commands() map[string]scriptCmd {
 		// record_cmds_test.go
 		"mockstop":   cmdMockStop,
 		"normstream": cmdNormStream,
+		"tarball":    cmdTarball, // archive_cmds_test.go
 	}
 }
 

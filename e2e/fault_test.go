@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -61,7 +62,8 @@ rules:
 
 // TestKillAndResume kills a run with SIGKILL at random points and resumes each session:
 // every resume succeeds, and every turn whose task_notification was written before the kill
-// is on disk (sidecar and transcript).
+// is on disk (sidecar and transcript). The killed run held the session's lock (its pid is
+// in the lock file), and the resume, which does not wait for a lock, is never blocked by it.
 func TestKillAndResume(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -93,7 +95,7 @@ func TestKillAndResume(t *testing.T) {
 			home := filepath.Join(dir, fmt.Sprintf("home-%02d", i))
 			sid := fmt.Sprintf("0fa17000-0000-4000-8000-%012d", i)
 			nonce := fmt.Sprintf("NONCE-%04X", i+1)
-			events, err := killAfter(bin, env, dir, home, delay, "-p", "Keep "+nonce+" safe", "--scenario", scenario,
+			events, pid, err := killAfter(bin, env, dir, home, delay, "-p", "Keep "+nonce+" safe", "--scenario", scenario,
 				"--output-format", "stream-json", "--session-id", sid)
 			if err != nil {
 				t.Errorf("run %d: %v", i, err)
@@ -101,6 +103,11 @@ func TestKillAndResume(t *testing.T) {
 			}
 			if len(events) == 0 {
 				return // killed before the session existed: nothing to resume
+			}
+			// The first event comes after the lock is taken: the killed run held it.
+			lock, err := os.ReadFile(filepath.Join(store.New(home, dir, sid).String(), "session.lock"))
+			if err != nil || strings.TrimSpace(string(lock)) != strconv.Itoa(pid) {
+				t.Errorf("run %d: the session's lock file holds %q (%v), want the killed run's pid %d", i, lock, err, pid)
 			}
 			out, err := runStoke(bin, env, dir, home, "-p", "status?", "--scenario", scenario, "--resume", sid, "--output-format", "stream-json")
 			if err != nil {
@@ -121,16 +128,17 @@ func TestKillAndResume(t *testing.T) {
 }
 
 // killAfter starts stoke, waits for its first event line (the session exists), then kills
-// it with SIGKILL after delay. It returns the complete event lines written before the kill.
-func killAfter(bin string, env []string, cwd, home string, delay time.Duration, args ...string) ([]string, error) {
+// it with SIGKILL after delay. It returns the complete event lines written before the kill,
+// and the process's pid.
+func killAfter(bin string, env []string, cwd, home string, delay time.Duration, args ...string) ([]string, int, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Dir, cmd.Env = cwd, append(env, "STOKE_HOME="+home)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	var lines []string
 	var mu sync.Mutex
@@ -161,7 +169,7 @@ func killAfter(bin string, env []string, cwd, home string, delay time.Duration, 
 	_ = cmd.Wait()
 	mu.Lock()
 	defer mu.Unlock()
-	return lines, nil
+	return lines, cmd.Process.Pid, nil
 }
 
 func runStoke(bin string, env []string, cwd, home string, args ...string) ([]byte, error) {

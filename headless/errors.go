@@ -15,6 +15,10 @@ var ErrRunFailed = errors.New("run failed")
 // ErrUsage: bad input discovered while running, e.g. a malformed stream-json line (exit 2).
 var ErrUsage = errors.New("bad usage")
 
+// ErrSessionBusy: another run holds the session's lock (exit 2); the message names the
+// session and the holder's pid.
+var ErrSessionBusy = errors.New("session busy")
+
 // ErrMaxBudget: the run's cost went over --max-budget-usd (exit 1).
 var ErrMaxBudget = errors.New("maximum budget reached")
 

@@ -63,12 +63,19 @@ type Options struct {
 	// CWD is the workspace root.
 	CWD string
 	// SessionID names the session; cmd generates one when the user gave none. It is empty
-	// when Resume or Continue is set: the resumed session keeps its id.
+	// when Resume or Continue is set (the resumed session keeps its id), unless
+	// ForkSession is: then it names the fork.
 	SessionID string
 	// Resume is the id of a stored session to continue (--resume), as the user gave it.
 	Resume string
 	// Continue resumes the most recent session of CWD (--continue).
 	Continue bool
+	// ForkSession resumes a copy of the stored session under SessionID (--fork-session);
+	// the stored one is only read.
+	ForkSession bool
+	// WaitForSession is how long to wait for another run that holds the session (one
+	// writer per session); 0 fails at once with ErrSessionBusy.
+	WaitForSession time.Duration
 	// Home is $STOKE_HOME.
 	Home string
 	// Version is stoke's version, reported in init.

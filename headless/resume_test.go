@@ -2,10 +2,13 @@ package headless
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stoke-cli/stoke/agents"
 	"github.com/stoke-cli/stoke/agents/llm/scripted"
@@ -136,5 +139,46 @@ func TestNewSessionNeverShowsPreviousRoster(t *testing.T) {
 	o3 := o2
 	if err := Run(t.Context(), o3); !errors.Is(err, ErrUsage) {
 		t.Errorf("reusing a session id: %v", err)
+	}
+}
+
+// One writer per session: a run of a session another process holds fails with
+// ErrSessionBusy, naming the holder, unless it may wait; then it runs once the holder
+// lets go. Nothing is written meanwhile.
+func TestSessionBusy(t *testing.T) {
+	t.Parallel()
+	o := phase1(t)
+	held, err := store.New(o.Home, o.CWD, o.SessionID).Lock(t.Context(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	o2 := o
+	o2.Model, o2.Stdout, o2.SessionID, o2.Resume = loadScenario(t, "../scenarios/resume-memory.yaml"), &out, "", o.SessionID
+	o2.Prompt = "Ask the agent for the nonce"
+	err = Run(t.Context(), o2)
+	if !errors.Is(err, ErrSessionBusy) || !strings.Contains(err.Error(), "is in use by another stoke run (pid") || out.Len() != 0 {
+		t.Fatalf("err = %v, out %q", err, out.String())
+	}
+	// A new run that names the session's id is refused the same way.
+	o3 := o
+	o3.Stdout = &out
+	if err := Run(t.Context(), o3); !errors.Is(err, ErrSessionBusy) {
+		t.Fatalf("new run of a held id: %v", err)
+	}
+	// Waiting ends with the run's context: interrupted, not busy.
+	ctx, cancel := context.WithCancelCause(t.Context())
+	cancel(&InterruptedError{Signal: syscall.SIGTERM})
+	o2.WaitForSession = time.Hour
+	var ie *InterruptedError
+	if err := Run(ctx, o2); !errors.As(err, &ie) {
+		t.Fatalf("waiting run under an interrupted context: %v", err)
+	}
+	_ = held.Unlock()
+	if err := Run(t.Context(), o2); err != nil {
+		t.Fatalf("once released: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "The revived agent remembered the nonce: NONCE-5EED1") {
+		t.Errorf("the run after the wait did not continue the agent:\n%s", out.String())
 	}
 }

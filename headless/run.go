@@ -103,11 +103,13 @@ type session struct {
 	host   host                  // the SDK host's side (nil for a plain run)
 	chat   *store.Transcript     // the parent's transcript (nil without a home)
 	start  time.Time
-	// sess is the session directory (nil without a home); created its creation time.
-	sess    *store.Session
-	created time.Time
-	// reminder is added once to the next ordinary user prompt after a restore.
-	reminder *llm.Block
+	// sess is the session directory (nil without a home); opened holds its lock and
+	// session.json.
+	sess   *store.Session
+	opened *opened
+	// reminder is added once to the next ordinary user prompt after a restore, with the
+	// notifications the parent had not read before the previous run ended.
+	reminder []llm.Block
 
 	mu sync.Mutex
 	// turnHandle cancels the running parent turn (the budget); nil between turns.
@@ -130,12 +132,18 @@ type session struct {
 	mcp *mcpState // the MCP servers (mcp.go)
 }
 
-func newSession(ctx context.Context, opts Options, cp *sdkhost.ControlPlane) (*session, error) {
-	id, sess, st, err := openSession(opts)
+func newSession(ctx context.Context, opts Options, cp *sdkhost.ControlPlane) (_ *session, err error) {
+	st, err := openSession(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
-	s := &session{opts: opts, id: id, start: time.Now(), sess: sess, created: time.Now(), cp: cp}
+	defer func() {
+		if err != nil {
+			_ = st.lock.Unlock()
+		}
+	}()
+	id, sess := st.id, st.sess
+	s := &session{opts: opts, id: id, start: time.Now(), sess: sess, opened: st, cp: cp}
 	evOut := io.Discard
 	if opts.OutputFormat == OutputStreamJSON {
 		evOut = opts.Stdout
@@ -157,17 +165,13 @@ func newSession(ctx context.Context, opts Options, cp *sdkhost.ControlPlane) (*s
 		lifecycle = agents.Lifecycles(s.mb, sdk)
 	}
 
-	var history []llm.Message
-	if st != nil {
-		history = st.history
-		s.created = st.info.CreatedAt
-	}
+	history := st.history
 	var taskStore agents.TaskStore
 	if sess != nil {
-		if err := writeSessionInfo(sess, id, opts, s.created); err != nil {
+		if err := st.writeInfo(); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrRunFailed, err)
 		}
-		tr, err := store.OpenTranscript(sess.ParentTranscript(), nil)
+		tr, err := sess.OpenParent(st.info, nil)
 		if err != nil {
 			return nil, fmt.Errorf("%w: open session: %w", ErrRunFailed, err)
 		}
@@ -201,7 +205,7 @@ func newSession(ctx context.Context, opts Options, cp *sdkhost.ControlPlane) (*s
 		Logger:           opts.Logger,
 		NewID:            opts.NewTaskID,
 	})
-	if st != nil && len(st.roster) > 0 {
+	if len(st.roster) > 0 {
 		if err := s.reg.Restore(st.roster); err != nil {
 			s.reg.Shutdown()
 			if s.chat != nil {
@@ -210,9 +214,13 @@ func newSession(ctx context.Context, opts Options, cp *sdkhost.ControlPlane) (*s
 			return nil, fmt.Errorf("%w: restore agents: %w", ErrRunFailed, err)
 		}
 		if !opts.Bare {
-			r := rosterReminder(len(st.roster))
-			s.reminder = &r
+			s.reminder = append(s.reminder, rosterReminder(len(st.roster)))
 		}
+	}
+	// Results the parent never read (the previous run ended first) come with the first
+	// prompt, --bare or not: nothing acknowledged is lost.
+	for _, m := range st.unread {
+		s.reminder = append(s.reminder, m.Content...)
 	}
 	s.mcp = s.startMCP(ctx, s.reg.Catalog())
 	parentTools := s.parentTools(ws)
@@ -286,8 +294,11 @@ func (s *session) close() {
 	if s.chat != nil {
 		_ = s.chat.Close()
 	}
-	if err := writeSessionInfo(s.sess, s.id, s.opts, s.created); err != nil {
+	if err := s.opened.writeInfo(); err != nil {
 		s.opts.Logger.Warn("write session info", "err", err)
+	}
+	if err := s.opened.lock.Unlock(); err != nil {
+		s.opts.Logger.Warn("unlock session", "err", err)
 	}
 }
 
@@ -342,13 +353,16 @@ func (s *session) run(ctx context.Context) error {
 		case <-ctx.Done():
 			return s.fail(ctx, context.Cause(ctx))
 		}
+		if p.Err == nil && streamIn {
+			p.Err = s.checkInput(p)
+		}
 		if p.Err != nil {
 			usageErr = p.Err
 			prompts = nil
 			break
 		}
 		if s.reminder != nil {
-			p.Msg.Content = append(p.Msg.Content, *s.reminder)
+			p.Msg.Content = append(p.Msg.Content, s.reminder...)
 			s.reminder = nil
 		}
 		if err := s.userTurn(ctx, p.Msg, streamIn); err != nil {
@@ -371,6 +385,32 @@ func (s *session) run(ctx context.Context) error {
 	}
 	if err := context.Cause(ctx); err != nil && ctx.Err() != nil {
 		return s.interrupted(err)
+	}
+	return nil
+}
+
+// checkInput refuses a stream-json user message holding a tool_result that answers no
+// tool call the parent's conversation waits for: stored, it would make every later
+// request fail at a provider that checks tool-call order. Nothing of the message is kept.
+func (s *session) checkInput(p sdkhost.Prompt) error {
+	history := s.opened.history
+	if chat := s.parent.Chat(); chat != nil {
+		history = chat.Messages()
+	}
+	open := map[string]bool{}
+	if n := len(history); n > 0 && history[n-1].Role == llm.RoleAssistant {
+		for _, u := range history[n-1].ToolUses() {
+			open[u.ID] = true
+		}
+	}
+	for _, b := range p.Msg.Content {
+		if b.Type != llm.BlockToolResult {
+			continue
+		}
+		if !open[b.ToolUseID] {
+			return fmt.Errorf("stream-json input line %d: tool_result for unknown tool_use_id %q: no tool call of this conversation waits for it (the message was not stored)", p.Line, b.ToolUseID)
+		}
+		delete(open, b.ToolUseID) // a second result for the same call is unknown too
 	}
 	return nil
 }

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,11 +27,18 @@ const (
 	worktreesDir     = "worktrees" // isolated agents' git worktrees
 )
 
+// maxKeyLen bounds a project key: file names are limited to 255 bytes on most file
+// systems, and a key stays well below that.
+const maxKeyLen = 200
+
 // ProjectKey turns a working directory into one path element: every character other than
 // a letter, a digit, '.', '_' or '-' becomes '-' (as Claude Code names its project dirs).
+// A key that would be longer than 200 bytes keeps its first 183 bytes, then '-' and 16 hex
+// digits of the SHA-256 of the cleaned path: stable, and distinct for distinct paths.
 func ProjectKey(cwd string) string {
+	cwd = filepath.Clean(cwd)
 	var b strings.Builder
-	for _, r := range filepath.Clean(cwd) {
+	for _, r := range cwd {
 		switch {
 		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
 			b.WriteRune(r)
@@ -37,7 +46,12 @@ func ProjectKey(cwd string) string {
 			b.WriteByte('-')
 		}
 	}
-	return b.String()
+	key := b.String()
+	if len(key) <= maxKeyLen {
+		return key
+	}
+	sum := sha256.Sum256([]byte(cwd))
+	return key[:maxKeyLen-17] + "-" + hex.EncodeToString(sum[:8])
 }
 
 // Info is session.json, the session's own small sidecar.
@@ -47,6 +61,8 @@ type Info struct {
 	Model     string    `json:"model"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+	// ForkedFrom is the session this one was forked from (--fork-session).
+	ForkedFrom string `json:"forked_from,omitempty"`
 }
 
 // ErrUnknownSession: no stored session has that id.
@@ -116,6 +132,53 @@ func (s *Session) ReadInfo() (Info, error) {
 	return info, nil
 }
 
+// LoadInfo returns the session's Info. When session.json is missing or unreadable but the
+// parent's transcript is there, the Info is rebuilt from the transcript and warning says
+// so: the id is the directory's name; the working directory, model and creation time come
+// from the transcript's meta record (or, for a transcript without one, the working
+// directory is cwdHint when its project key names the directory's parent), the update
+// time is the transcript's modification time. LoadInfo writes nothing: a run that
+// resumes the session writes session.json anew.
+func (s *Session) LoadInfo(cwdHint string) (info Info, warning string, err error) {
+	info, err = s.ReadInfo()
+	if err == nil {
+		return info, "", nil
+	}
+	rebuilt, rerr := s.rebuildInfo(cwdHint)
+	if rerr != nil {
+		if errors.Is(err, os.ErrNotExist) && errors.Is(rerr, os.ErrNotExist) {
+			return Info{}, "", fmt.Errorf("%w: %s holds no session", ErrUnknownSession, s.dir)
+		}
+		return Info{}, "", err
+	}
+	return rebuilt, fmt.Sprintf("%s: %v; rebuilt from %s", infoFile, err, parentTranscript), nil
+}
+
+// rebuildInfo makes the Info of the session from its parent transcript.
+func (s *Session) rebuildInfo(cwdHint string) (Info, error) {
+	id, err := ParseSessionID(filepath.Base(s.dir))
+	if err != nil {
+		return Info{}, err
+	}
+	path := s.ParentTranscript()
+	st, err := os.Stat(path)
+	if err != nil {
+		return Info{}, err
+	}
+	first, _ := firstRecord(path) // a corrupt first line leaves the meta's facts unknown
+	info := Info{SessionID: id, CreatedAt: first.Time, UpdatedAt: st.ModTime().UTC()}
+	if first.Type == RecordMeta {
+		info.CWD, info.Model = first.CWD, first.Model
+	}
+	if info.CWD == "" && cwdHint != "" && ProjectKey(cwdHint) == filepath.Base(filepath.Dir(s.dir)) {
+		info.CWD = filepath.Clean(cwdHint)
+	}
+	if info.CreatedAt.IsZero() {
+		info.CreatedAt = info.UpdatedAt
+	}
+	return info, nil
+}
+
 // ParentTranscript is the path of the parent's transcript.
 func (s *Session) ParentTranscript() string { return filepath.Join(s.dir, parentTranscript) }
 
@@ -126,12 +189,77 @@ func (s *Session) TaskTranscript(id string) string {
 }
 
 // OpenTranscript opens the transcript at path for appending (see the package function).
+// The path must lie inside the session directory (Confine).
 func (s *Session) OpenTranscript(path string, now func() time.Time) (*Transcript, error) {
+	if err := s.Confine(path); err != nil {
+		return nil, err
+	}
 	return OpenTranscript(path, now)
 }
 
-// ReadTranscript reads the transcript at path (see the package function).
-func (s *Session) ReadTranscript(path string) (*Loaded, error) { return ReadTranscript(path) }
+// ReadTranscript reads the transcript at path (see the package function). The path must
+// lie inside the session directory (Confine).
+func (s *Session) ReadTranscript(path string) (*Loaded, error) {
+	if err := s.Confine(path); err != nil {
+		return nil, err
+	}
+	return ReadTranscript(path)
+}
+
+// OpenParent opens the parent's transcript for appending. A new transcript starts with a
+// meta record naming the session, its working directory and model, from which
+// session.json can be rebuilt (LoadInfo).
+func (s *Session) OpenParent(info Info, now func() time.Time) (*Transcript, error) {
+	tr, err := OpenTranscript(s.ParentTranscript(), now)
+	if err != nil {
+		return nil, err
+	}
+	if tr.empty() {
+		meta := Record{Type: RecordMeta, SessionID: info.SessionID, CWD: info.CWD, Model: info.Model}
+		if err := tr.Write(meta); err != nil {
+			tr.Close()
+			return nil, err
+		}
+	}
+	return tr, nil
+}
+
+// ErrOutside: a path stored in a session (a sidecar's transcript) does not lie inside
+// that session's directory, or is a symbolic link (an *OutsideError says which).
+var ErrOutside = errors.New("outside the session directory")
+
+// OutsideError is the error of a path that Confine refuses.
+type OutsideError struct {
+	Path, Dir string
+	Symlink   bool // the path is a symbolic link (else it lies outside Dir)
+}
+
+func (e *OutsideError) Error() string {
+	if e.Symlink {
+		return e.Path + " is a symbolic link"
+	}
+	return e.Path + " lies outside " + e.Dir
+}
+
+// Is makes errors.Is(err, ErrOutside) hold.
+func (e *OutsideError) Is(target error) bool { return target == ErrOutside }
+
+// Confine checks that path lies inside the session directory, lexically, and is not a
+// symbolic link: a session's files never reach another session's or anything else.
+func (s *Session) Confine(path string) error {
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(s.dir, path)
+	}
+	path = filepath.Clean(path)
+	rel, err := filepath.Rel(s.dir, path)
+	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return &OutsideError{Path: path, Dir: s.dir}
+	}
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		return &OutsideError{Path: path, Dir: s.dir, Symlink: true}
+	}
+	return nil
+}
 
 // sidecarPath is the path of task id's sidecar, once id is checked.
 func (s *Session) sidecarPath(id string) (string, error) {
@@ -186,7 +314,7 @@ func (s *Session) SidecarNames() ([]string, error) {
 // Rel returns path relative to the session directory when it lies inside it (so that a
 // session directory stays self-contained), else path unchanged.
 func (s *Session) Rel(path string) string {
-	if rel, err := filepath.Rel(s.dir, path); err == nil && !strings.HasPrefix(rel, "..") {
+	if rel, err := filepath.Rel(s.dir, path); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 		return rel
 	}
 	return path
@@ -236,23 +364,38 @@ func safeName(name string) bool {
 type Stored struct {
 	*Session
 	Info Info
+	// Warning, when set, says that session.json was unreadable and Info was rebuilt from
+	// the parent's transcript (LoadInfo).
+	Warning string
 }
 
-// List returns every stored session under home, newest first. Unreadable session
-// directories are skipped.
+// In reports whether the session belongs to working directory cwd: its Info names cwd,
+// or names none (rebuilt from an old transcript) and it is stored under cwd's project.
+func (st Stored) In(cwd string) bool {
+	if st.Info.CWD != "" {
+		return filepath.Clean(st.Info.CWD) == filepath.Clean(cwd)
+	}
+	return filepath.Base(filepath.Dir(st.dir)) == ProjectKey(cwd)
+}
+
+// List returns every stored session under home, newest first. Directories that hold no
+// readable session are skipped.
 func List(home string) ([]Stored, error) {
-	paths, err := filepath.Glob(filepath.Join(home, "projects", "*", "*", infoFile))
+	dirs, err := filepath.Glob(filepath.Join(home, "projects", "*", "*"))
 	if err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}
-	out := make([]Stored, 0, len(paths))
-	for _, p := range paths {
-		s := At(filepath.Dir(p))
-		info, err := s.ReadInfo()
+	out := make([]Stored, 0, len(dirs))
+	for _, dir := range dirs {
+		if _, err := ParseSessionID(filepath.Base(dir)); err != nil {
+			continue
+		}
+		s := At(dir)
+		info, warning, err := s.LoadInfo("")
 		if err != nil {
 			continue
 		}
-		out = append(out, Stored{Session: s, Info: info})
+		out = append(out, Stored{Session: s, Info: info, Warning: warning})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Info.UpdatedAt.After(out[j].Info.UpdatedAt) })
 	return out, nil
@@ -264,16 +407,26 @@ func Find(home, cwd, id string) (Stored, error) {
 	if err != nil {
 		return Stored{}, err
 	}
-	s := New(home, cwd, id)
-	if info, err := s.ReadInfo(); err == nil {
-		return Stored{Session: s, Info: info}, nil
-	}
-	matches, _ := filepath.Glob(filepath.Join(home, "projects", "*", id, infoFile))
-	for _, m := range matches {
-		s := At(filepath.Dir(m))
-		if info, err := s.ReadInfo(); err == nil {
-			return Stored{Session: s, Info: info}, nil
+	dirs := []string{New(home, cwd, id).dir}
+	others, _ := filepath.Glob(filepath.Join(home, "projects", "*", id))
+	for _, d := range others {
+		if d != dirs[0] {
+			dirs = append(dirs, d)
 		}
+	}
+	var firstErr error
+	for _, dir := range dirs {
+		s := At(dir)
+		info, warning, err := s.LoadInfo(cwd)
+		if err == nil {
+			return Stored{Session: s, Info: info, Warning: warning}, nil
+		}
+		if firstErr == nil && !errors.Is(err, ErrUnknownSession) && !errors.Is(err, os.ErrNotExist) {
+			firstErr = err
+		}
+	}
+	if firstErr != nil {
+		return Stored{}, firstErr
 	}
 	return Stored{}, fmt.Errorf("%w: no stored session %s under %s", ErrUnknownSession, id, home)
 }
@@ -285,9 +438,20 @@ func Latest(home, cwd string) (Stored, error) {
 		return Stored{}, err
 	}
 	for _, s := range all {
-		if filepath.Clean(s.Info.CWD) == filepath.Clean(cwd) {
+		if s.In(cwd) {
 			return s, nil
 		}
 	}
 	return Stored{}, fmt.Errorf("%w: no stored session for %s", ErrUnknownSession, cwd)
+}
+
+// Taken reports whether a session of that id is stored anywhere under home.
+func Taken(home, id string) bool {
+	dirs, _ := filepath.Glob(filepath.Join(home, "projects", "*", id))
+	for _, d := range dirs {
+		if _, _, err := At(d).LoadInfo(""); err == nil {
+			return true
+		}
+	}
+	return false
 }

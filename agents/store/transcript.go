@@ -26,10 +26,13 @@ const (
 type Record struct {
 	Type string    `json:"type"`
 	Time time.Time `json:"ts"`
-	// meta
+	// meta: a task's transcript names the task; the parent's names its session
 	TaskID       string `json:"task_id,omitempty"`
 	SubagentType string `json:"subagent_type,omitempty"`
 	System       string `json:"system,omitempty"`
+	SessionID    string `json:"session_id,omitempty"`
+	CWD          string `json:"cwd,omitempty"`
+	Model        string `json:"model,omitempty"`
 	// message and turn
 	Turn    int          `json:"turn,omitempty"`
 	Message *llm.Message `json:"message,omitempty"`
@@ -116,6 +119,17 @@ func truncateSync(f *os.File, size int64) error {
 
 // Path is the file's path.
 func (t *Transcript) Path() string { return t.path }
+
+// empty reports whether nothing has been written to the file yet.
+func (t *Transcript) empty() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.f == nil {
+		return false
+	}
+	st, err := t.f.Stat()
+	return err == nil && st.Size() == 0
+}
 
 // SetTurn sets the turn number stamped on the following message records.
 func (t *Transcript) SetTurn(n int) {
@@ -268,39 +282,64 @@ func AppendMessage(msgs []llm.Message, m llm.Message) []llm.Message {
 	return append(msgs, m)
 }
 
-// RepairDangling appends error tool results for tool_use blocks of the last assistant
-// message that have no result (a turn cut by a crash or a cancel), so the chat is valid to
-// send again.
-func RepairDangling(msgs []llm.Message) []llm.Message {
-	n := len(msgs)
-	if n == 0 || msgs[n-1].Role != llm.RoleAssistant {
-		return msgs
-	}
-	uses := msgs[n-1].ToolUses()
-	if len(uses) == 0 {
-		return msgs
-	}
-	res := llm.Message{Role: llm.RoleUser}
-	for _, u := range uses {
-		res.Content = append(res.Content, llm.Block{Type: llm.BlockToolResult, ToolUseID: u.ID, Content: "interrupted: the tool call did not finish", IsError: true})
-	}
-	return append(msgs, res)
+// Probe is what a transcript's first records say, read without decoding the whole file.
+type Probe struct {
+	// Owner is the task id of the meta record (the first line); empty without one.
+	Owner string
+	// HasMeta: the first line is a meta record.
+	HasMeta bool
+	// Messages: the transcript holds at least one chat message.
+	Messages bool
 }
 
-// TranscriptOwner reads the task id of a transcript's meta record (its first line).
-func TranscriptOwner(path string) (string, error) {
+// ProbeTranscript reads a transcript's lines until it has seen its meta record and one
+// chat message (corrupt lines are skipped): whether there is a history to revive.
+func ProbeTranscript(path string) (Probe, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return "", err
+		return Probe{}, err
 	}
 	defer f.Close()
-	line, err := bufio.NewReaderSize(f, 4096).ReadBytes('\n')
+	var p Probe
+	br := bufio.NewReaderSize(f, 64<<10)
+	for n := 1; ; n++ {
+		line, err := br.ReadBytes('\n')
+		if len(bytes.TrimSpace(line)) > 0 {
+			var rec Record
+			if json.Unmarshal(line, &rec) == nil {
+				switch {
+				case n == 1 && rec.Type == RecordMeta:
+					p.Owner, p.HasMeta = rec.TaskID, true
+				case rec.Type == RecordMessage && rec.Message != nil &&
+					(rec.Message.Role == llm.RoleUser || rec.Message.Role == llm.RoleAssistant) && len(rec.Message.Content) > 0:
+					p.Messages = true
+					return p, nil
+				}
+			}
+		}
+		if err == io.EOF {
+			return p, nil
+		}
+		if err != nil {
+			return p, fmt.Errorf("read transcript: %w", err)
+		}
+	}
+}
+
+// firstRecord decodes a transcript's first line.
+func firstRecord(path string) (Record, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Record{}, err
+	}
+	defer f.Close()
+	line, err := bufio.NewReaderSize(f, 64<<10).ReadBytes('\n')
 	if len(line) == 0 && err != nil {
-		return "", fmt.Errorf("empty transcript: %w", err)
+		return Record{}, fmt.Errorf("empty transcript: %w", err)
 	}
 	var rec Record
-	if err := json.Unmarshal(line, &rec); err != nil || rec.Type != RecordMeta {
-		return "", fmt.Errorf("transcript has no meta record")
+	if err := json.Unmarshal(line, &rec); err != nil {
+		return Record{}, fmt.Errorf("transcript's first line: %w", err)
 	}
-	return rec.TaskID, nil
+	return rec, nil
 }

@@ -126,7 +126,7 @@ func FuzzDecodeTranscript(f *testing.F) {
 				t.Fatalf("messages %d and %d have the same role", i-1, i)
 			}
 		}
-		_ = RepairDangling(loaded.Messages)
+		_, _ = Repair(loaded.Messages)
 	})
 }
 
@@ -182,36 +182,76 @@ func TestDecodeTranscriptTornLastLine(t *testing.T) {
 	}
 }
 
-func TestRepairDangling(t *testing.T) {
+func TestRepair(t *testing.T) {
 	t.Parallel()
 	cut := "interrupted: the tool call did not finish"
+	closed := func(id string) llm.Block {
+		return llm.Block{Type: llm.BlockToolResult, ToolUseID: id, Content: cut, IsError: true}
+	}
 	tests := []struct {
 		name string
 		in   []llm.Message
 		want []llm.Message
+		rep  Repairs
 	}{
-		{"empty", nil, nil},
-		{"ends with user", []llm.Message{llm.UserText("hi")}, []llm.Message{llm.UserText("hi")}},
-		{"ends with text", []llm.Message{llm.UserText("hi"), assistant(llm.TextBlock("done"))}, []llm.Message{llm.UserText("hi"), assistant(llm.TextBlock("done"))}},
+		{"empty", nil, []llm.Message{}, Repairs{}},
+		{"ends with user", []llm.Message{llm.UserText("hi")}, []llm.Message{llm.UserText("hi")}, Repairs{}},
+		{"ends with text", []llm.Message{llm.UserText("hi"), assistant(llm.TextBlock("done"))}, []llm.Message{llm.UserText("hi"), assistant(llm.TextBlock("done"))}, Repairs{}},
 		{"answered tool round", []llm.Message{
-			llm.UserText("hi"), assistant(toolUse("c1", "grep")), user(toolResult("c1", "x")),
+			llm.UserText("hi"), assistant(toolUse("c1", "grep")), user(toolResult("c1", "x"), llm.TextBlock("a notification")),
 		}, []llm.Message{
-			llm.UserText("hi"), assistant(toolUse("c1", "grep")), user(toolResult("c1", "x")),
-		}},
+			llm.UserText("hi"), assistant(toolUse("c1", "grep")), user(toolResult("c1", "x"), llm.TextBlock("a notification")),
+		}, Repairs{}},
 		{"dangling tool uses", []llm.Message{
 			llm.UserText("hi"), assistant(llm.TextBlock("let me look"), toolUse("c1", "grep"), toolUse("c2", "read_file")),
 		}, []llm.Message{
 			llm.UserText("hi"), assistant(llm.TextBlock("let me look"), toolUse("c1", "grep"), toolUse("c2", "read_file")),
-			user(llm.Block{Type: llm.BlockToolResult, ToolUseID: "c1", Content: cut, IsError: true},
-				llm.Block{Type: llm.BlockToolResult, ToolUseID: "c2", Content: cut, IsError: true}),
-		}},
+			user(closed("c1"), closed("c2")),
+		}, Repairs{Closed: 2}},
+		// The assistant message with the call was lost (a corrupt line): its result is an
+		// orphan, and the user messages around it merge.
+		{"orphan result", []llm.Message{
+			llm.UserText("hi"), user(toolResult("c1", "x")), assistant(llm.TextBlock("done")),
+		}, []llm.Message{
+			llm.UserText("hi"), assistant(llm.TextBlock("done")),
+		}, Repairs{Orphans: 1}},
+		// The user message with the results was lost: the call is closed before the next
+		// assistant message, instead of two assistant messages merging.
+		{"lost results", []llm.Message{
+			llm.UserText("hi"), assistant(toolUse("c1", "grep")), assistant(llm.TextBlock("done")), llm.UserText("next"),
+		}, []llm.Message{
+			llm.UserText("hi"), assistant(toolUse("c1", "grep")), user(closed("c1")), assistant(llm.TextBlock("done")), llm.UserText("next"),
+		}, Repairs{Closed: 1}},
+		{"partly answered, duplicate and stray results, text first", []llm.Message{
+			llm.UserText("hi"), assistant(toolUse("c1", "grep"), toolUse("c2", "glob")),
+			user(llm.TextBlock("note"), toolResult("c2", "y"), toolResult("c2", "again"), toolResult("zz", "stray")),
+		}, []llm.Message{
+			llm.UserText("hi"), assistant(toolUse("c1", "grep"), toolUse("c2", "glob")),
+			user(closed("c1"), toolResult("c2", "y"), llm.TextBlock("note")),
+		}, Repairs{Orphans: 2, Closed: 1}},
+		{"starts with the assistant", []llm.Message{
+			assistant(toolUse("c1", "grep")), user(toolResult("c1", "x"), llm.TextBlock("go on")), assistant(llm.TextBlock("ok")),
+		}, []llm.Message{
+			llm.UserText("go on"), assistant(llm.TextBlock("ok")),
+		}, Repairs{Leading: 1, Orphans: 1}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			got := RepairDangling(tc.in)
+			before := cloneMessages(tc.in)
+			got, rep := Repair(tc.in)
 			if !jsonEqual(t, got, tc.want) {
 				t.Fatalf("got  %s\nwant %s", mustJSON(t, got), mustJSON(t, tc.want))
+			}
+			if rep != tc.rep {
+				t.Errorf("repairs = %+v, want %+v", rep, tc.rep)
+			}
+			if len(tc.in) > 0 && !jsonEqual(t, tc.in, before) {
+				t.Errorf("Repair modified its input")
+			}
+			// Repairing twice changes nothing more.
+			if again, rep := Repair(got); !jsonEqual(t, again, got) || rep != (Repairs{}) {
+				t.Errorf("second repair: %s %+v", mustJSON(t, again), rep)
 			}
 			// A repaired chat takes the next instruction as a merged user turn.
 			next := AppendMessage(got, llm.UserText("continue"))

@@ -199,7 +199,7 @@ func (c *ControlPlane) end(err error) {
 func (c *ControlPlane) route(in streamjson.Input) {
 	switch in.Kind {
 	case streamjson.InputUser:
-		c.queue.push(Prompt{Msg: in.Message})
+		c.queue.push(Prompt{Msg: in.Message, Line: in.Line})
 	case streamjson.InputControlRequest:
 		if !c.answer {
 			c.log.Debug("control request ignored: it is answered only with --output-format stream-json", "line", in.Line, "subtype", in.Subtype)
@@ -373,6 +373,8 @@ func (c *ControlPlane) failPending(err error) {
 type Prompt struct {
 	Msg llm.Message
 	Err error
+	// Line is the stdin line the message came on (1-based; 0 for a prompt of another kind).
+	Line int
 }
 
 // Prompts returns the user turns, in stdin order, and closes the channel after the last

@@ -1,0 +1,150 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// lockFile is the file of a session directory its writer holds locked. It holds the
+// writer's pid, for the message a second writer gets; the lock itself is the kernel's
+// (flock on Unix, LockFileEx on Windows), so a writer that dies, however it dies, never
+// leaves the session locked.
+const lockFile = "session.lock"
+
+// ErrLocked: another process holds the session (a *LockedError says which).
+var ErrLocked = errors.New("session in use")
+
+// LockedError is the error of a lock that another process holds.
+type LockedError struct {
+	// SessionID is the session's id (its directory's name).
+	SessionID string
+	// PID is the holder's process id, as it wrote it in the lock file (0: not known yet).
+	PID int
+	// Waited is how long the lock was waited for.
+	Waited time.Duration
+}
+
+func (e *LockedError) Error() string {
+	holder := "another stoke run"
+	if e.PID > 0 {
+		holder = fmt.Sprintf("another stoke run (pid %d)", e.PID)
+	}
+	msg := fmt.Sprintf("session %s is in use by %s", e.SessionID, holder)
+	if e.Waited > 0 {
+		msg += fmt.Sprintf(" (waited %v)", e.Waited)
+	}
+	return msg
+}
+
+// Is makes errors.Is(err, ErrLocked) hold.
+func (e *LockedError) Is(target error) bool { return target == ErrLocked }
+
+// Lock is a held lock on a session directory. Unlock releases it; the kernel releases it
+// when the process ends.
+type Lock struct {
+	f *os.File
+}
+
+// Unlock releases the lock. Idempotent; a nil Lock is a no-op.
+func (l *Lock) Unlock() error {
+	if l == nil || l.f == nil {
+		return nil
+	}
+	err := l.f.Close() // closing the only descriptor releases the lock
+	l.f = nil
+	return err
+}
+
+// lock modes
+const (
+	exclusive = iota // a writer: creates the lock file and records its pid
+	shared           // a reader that needs a still picture (a fork): writes nothing
+)
+
+// Lock takes the session's writer lock: one writer per session. It creates the session
+// directory (0700) and the lock file when missing, and records this process's pid in it.
+// When another process holds the lock, Lock fails at once with a *LockedError if wait is
+// 0; otherwise it tries again until wait has passed (then the *LockedError) or ctx ends.
+func (s *Session) Lock(ctx context.Context, wait time.Duration) (*Lock, error) {
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create session dir: %w", err)
+	}
+	return s.lock(ctx, wait, exclusive)
+}
+
+// LockShared takes a shared hold on the session: no writer holds it meanwhile, so what
+// is read is a still picture (other shared holders may read too). It writes nothing into
+// the session directory: a session that has no lock file yet is read without a lock.
+// wait is as for Lock.
+func (s *Session) LockShared(ctx context.Context, wait time.Duration) (*Lock, error) {
+	return s.lock(ctx, wait, shared)
+}
+
+func (s *Session) lock(ctx context.Context, wait time.Duration, mode int) (*Lock, error) {
+	path := filepath.Join(s.dir, lockFile)
+	var f *os.File
+	var err error
+	if mode == exclusive {
+		f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	} else {
+		f, err = os.Open(path)
+		if errors.Is(err, os.ErrNotExist) {
+			return &Lock{}, nil
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open session lock: %w", err)
+	}
+	start := time.Now()
+	delay := 10 * time.Millisecond
+	for {
+		ok, err := tryLock(f, mode == exclusive)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("lock session: %w", err)
+		}
+		if ok {
+			break
+		}
+		waited := time.Since(start)
+		if waited >= wait {
+			f.Close()
+			return nil, &LockedError{SessionID: filepath.Base(s.dir), PID: holderPID(path), Waited: wait}
+		}
+		t := time.NewTimer(min(delay, wait-waited))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			f.Close()
+			return nil, fmt.Errorf("wait for session %s: %w", filepath.Base(s.dir), context.Cause(ctx))
+		case <-t.C:
+		}
+		delay = min(2*delay, 250*time.Millisecond)
+	}
+	if mode == exclusive {
+		pid := []byte(strconv.Itoa(os.Getpid()) + "\n")
+		if err := f.Truncate(0); err == nil {
+			_, _ = f.WriteAt(pid, 0)
+		}
+	}
+	return &Lock{f: f}, nil
+}
+
+// holderPID reads the pid the lock's holder wrote (0 when there is none yet).
+func holderPID(path string) int {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || pid <= 0 {
+		return 0
+	}
+	return pid
+}
