@@ -202,43 +202,49 @@ type Loaded struct {
 // ReadTranscript reads a transcript. A torn or corrupt line is skipped with a warning and
 // never fails the read; only an unreadable file is an error.
 func ReadTranscript(path string) (*Loaded, error) {
-	f, err := os.Open(path)
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("open transcript: %w", err)
 	}
-	defer f.Close()
-	return DecodeTranscript(f)
+	return decodeTranscript(data), nil
 }
 
-// DecodeTranscript reads transcript records from r (see ReadTranscript).
+// DecodeTranscript reads transcript records from r (see ReadTranscript). The whole
+// input is read at once and its lines decoded without reflection (decodeLine).
 func DecodeTranscript(r io.Reader) (*Loaded, error) {
-	out := &Loaded{}
-	br := bufio.NewReaderSize(r, 64<<10)
-	for n := 1; ; n++ {
-		line, err := br.ReadBytes('\n')
-		if len(line) > 0 {
-			torn := line[len(line)-1] != '\n'
-			line = bytes.TrimSpace(line)
-			if len(line) > 0 {
-				var rec Record
-				if jerr := json.Unmarshal(line, &rec); jerr != nil {
-					what := "corrupt line"
-					if torn {
-						what = "torn last line"
-					}
-					out.Warnings = append(out.Warnings, fmt.Sprintf("transcript line %d: %s skipped", n, what))
-				} else {
-					out.apply(rec)
-				}
-			}
-		}
-		if err == io.EOF {
-			return out, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read transcript: %w", err)
-		}
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("read transcript: %w", err)
 	}
+	return decodeTranscript(data), nil
+}
+
+func decodeTranscript(data []byte) *Loaded {
+	out := &Loaded{}
+	for n := 1; len(data) > 0; n++ {
+		line := data
+		torn := true
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data, torn = data[:i], data[i+1:], false
+		} else {
+			data = nil
+		}
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		var rec Record
+		if err := decodeLine(line, &rec); err != nil {
+			what := "corrupt line"
+			if torn {
+				what = "torn last line"
+			}
+			out.Warnings = append(out.Warnings, fmt.Sprintf("transcript line %d: %s skipped", n, what))
+			continue
+		}
+		out.apply(rec)
+	}
+	return out
 }
 
 func (l *Loaded) apply(rec Record) {
