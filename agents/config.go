@@ -23,14 +23,23 @@ type RegistryConfig struct {
 	Model     llm.Model
 	ModelName string
 	Catalog   Catalog
-	// MaxBackground caps running background tasks (default 4).
+	// MaxBackground caps running background turns: launches and continuations (default 4).
+	// Over it, they wait in a FIFO queue.
 	MaxBackground int
+	// MaxQueued bounds that queue (default 1000); a launch or continuation past it fails.
+	MaxQueued int
+	// MaxForeground caps running foreground launches (default 8); the others wait their
+	// turn, in the order the model wrote the calls.
+	MaxForeground int
 	// MaxRetained caps settled rows (default 100).
 	MaxRetained int
 	// BackgroundAgents enables run_in_background.
 	BackgroundAgents bool
 	// MaxSteps caps model calls per subagent turn (0: none).
 	MaxSteps int
+	// MaxStopBlocks caps the times a SubagentStop hook may make one turn go on (0: the
+	// runtime's default, DefaultMaxStopBlocks).
+	MaxStopBlocks int
 	// Emit receives task events and the subagents' own events. Safe for concurrent use.
 	Emit func(streamjson.Event)
 	// Notify delivers a <task-notification> message to the parent. Safe for concurrent use.
@@ -83,12 +92,20 @@ type sidecarStore interface {
 // Defaults of a Registry.
 const (
 	DefaultMaxBackground = 4
+	DefaultMaxQueued     = 1000
+	DefaultMaxForeground = 8
 	DefaultMaxRetained   = 100
 )
 
 func withRegistryDefaults(cfg RegistryConfig) RegistryConfig {
 	if cfg.MaxBackground <= 0 {
 		cfg.MaxBackground = DefaultMaxBackground
+	}
+	if cfg.MaxQueued <= 0 {
+		cfg.MaxQueued = DefaultMaxQueued
+	}
+	if cfg.MaxForeground <= 0 {
+		cfg.MaxForeground = DefaultMaxForeground
 	}
 	if cfg.MaxRetained <= 0 {
 		cfg.MaxRetained = DefaultMaxRetained

@@ -85,13 +85,17 @@ type turn struct {
 	done, prev, finished chan struct{}
 	seq                  int
 	cancel               context.CancelCauseFunc
+	// ticket is the turn's claim on a slot of slots (the caps): it runs once the slot is
+	// its, and gives it back when its outcome is recorded.
+	slots  *slots
+	ticket *slotTicket
 }
 
-// newController returns the controller of row. A running row gets an open done channel
-// (its first turn is about to be scheduled); any other a closed one.
+// newController returns the controller of row. A running or queued row gets an open done
+// channel (its first turn is about to be scheduled); any other a closed one.
 func newController(env *taskEnv, def Definition, row Row, resident bool) *controller {
 	c := &controller{id: row.TaskID, def: def, env: env, row: row, resident: resident, done: make(chan struct{})}
-	if row.Status == StatusRunning {
+	if row.Status.Active() {
 		c.lives = 1
 	} else {
 		close(c.done)
@@ -120,11 +124,11 @@ func (c *controller) isResident() bool {
 	return c.rt != nil && !c.closed
 }
 
-// enqueue queues msg into the running turn; false when the task is not running.
+// enqueue queues msg into the running (or queued) turn; false when the task has none.
 func (c *controller) enqueue(msg llm.Message) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.row.Status != StatusRunning {
+	if !c.row.Status.Active() {
 		return false
 	}
 	c.queue = append(c.queue, msg)
@@ -209,10 +213,11 @@ func (c *controller) schedule(parent context.Context, t turn) (context.Context, 
 	return ctx, t
 }
 
-// continueTurn moves a completed or paused row into its next turn, with message as the
-// instruction, and returns the turn and how it continues: on the resident runtime, or
-// revived from the transcript. Call under the registry's lock, after continuable.
-func (c *controller) continueTurn(now time.Time, message, toolUseID string) (turn, string) {
+// continueTurn moves a completed or paused row into its next turn (queued: waiting for a
+// slot), with message as the instruction, and returns the turn and how it continues: on
+// the resident runtime, or revived from the transcript. Call under the registry's lock,
+// after continuable.
+func (c *controller) continueTurn(now time.Time, message, toolUseID string, queued bool) (turn, string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	kind := streamjson.ContinuationResident
@@ -223,32 +228,51 @@ func (c *controller) continueTurn(now time.Time, message, toolUseID string) (tur
 		c.lives++
 		c.resident = c.def.Resident()
 	}
-	c.row.continueTurn(now, toolUseID)
+	c.row.continueTurn(now, toolUseID, queued)
 	c.done = make(chan struct{})
 	msg := llm.UserText(message)
 	return turn{n: c.row.Turn, instruction: message, msg: &msg, toolUseID: toolUseID, continuation: kind, background: true}, kind
 }
 
-// runTurn runs one turn to its end: task_started, the runtime's Execute, the recorded
-// outcome, the notification. It returns once the turn has settled.
+// runTurn runs one turn to its end: its slot (a queued turn waits for it), task_started,
+// the runtime's Execute, the recorded outcome, the notification. It returns once the turn
+// has settled. A turn stopped while it waited for its slot never runs: it starts and
+// ends cancelled at once.
 func (c *controller) runTurn(ctx context.Context, t turn) {
 	defer close(t.finished)
 	defer t.cancel(nil)
+	defer t.slots.release(t.ticket)
 	if t.prev != nil {
 		<-t.prev
 	}
-	c.mu.Lock()
-	c.cur = &turnState{n: t.n, continuation: t.continuation, toolUseID: t.toolUseID, background: t.background,
-		start: c.env.cfg.Now(), resident: c.resident}
-	row := c.row
-	info := c.turnInfoLocked()
-	c.mu.Unlock()
+	waitErr := t.slots.wait(ctx, t.ticket)
+	var info TurnInfo
+	// The turns of one kind start, and say so, in the order they got their slots.
+	t.slots.inOrder(t.ticket, func() {
+		c.mu.Lock()
+		started := c.row.Status == StatusQueued && waitErr == nil
+		if started {
+			c.row.start(c.env.cfg.Now().UTC())
+		}
+		c.cur = &turnState{n: t.n, continuation: t.continuation, toolUseID: t.toolUseID, background: t.background,
+			start: c.env.cfg.Now(), resident: c.resident}
+		row := c.row
+		info = c.turnInfoLocked()
+		c.mu.Unlock()
+		if started {
+			c.persist()
+		}
+		c.env.cfg.Emit(taskStarted(row, t))
+	})
+	if waitErr != nil {
+		c.finish(t, TurnResult{Reason: ReasonCancelled, Err: waitErr})
+		return
+	}
 	c.env.lifecycle.TurnStarted(ctx, info)
-	c.env.cfg.Emit(taskStarted(row, t))
 
 	ctx = llm.WithTaskID(ctx, string(c.id)) // tells parallel agents of one type apart (cassette)
 	ctx, span := trace.StartTurn(ctx, c.env.cfg.Tracer, trace.TurnInfo{
-		SessionID: c.env.cfg.SessionID, Agent: row.SubagentType, TaskID: string(c.id), SubagentType: row.SubagentType,
+		SessionID: c.env.cfg.SessionID, Agent: c.def.Name, TaskID: string(c.id), SubagentType: c.def.Name,
 		Turn: t.n, Continuation: t.continuation, Caller: t.caller,
 	})
 	res, err := c.execute(ctx, t)
@@ -338,11 +362,12 @@ func (c *controller) newRuntime(tr *store.Transcript, history []llm.Message, roo
 			}
 			return cfg.SubagentTools(def, root)
 		},
-		StopHook: c.stopHook,
-		MaxSteps: cfg.MaxSteps,
-		Inbox:    c,
-		Store:    chat,
-		Emit:     cfg.Emit,
+		StopHook:      c.stopHook,
+		MaxSteps:      cfg.MaxSteps,
+		MaxStopBlocks: cfg.MaxStopBlocks,
+		Inbox:         c,
+		Store:         chat,
+		Emit:          cfg.Emit,
 		Decorate: func(ev streamjson.Event) {
 			switch ev := ev.(type) {
 			case *streamjson.Assistant:
@@ -479,6 +504,8 @@ func (c *controller) finish(t turn, res TurnResult) {
 	if !completed {
 		c.persist()
 	}
+	// The outcome is recorded: the slot goes to the next turn in line.
+	t.slots.release(t.ticket)
 	c.dispose(rel)
 	n := taskNotification(row, t)
 	cfg.Emit(n)

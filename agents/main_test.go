@@ -204,7 +204,7 @@ func (h *harness) launch(req LaunchRequest) Row {
 	if err != nil {
 		h.t.Fatalf("Launch: %v", err)
 	}
-	return row
+	return row.Row
 }
 
 func (h *harness) launchBG(prompt string) TaskID {

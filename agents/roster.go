@@ -19,7 +19,7 @@ type RosterOptions struct {
 }
 
 // LoadRoster reads the sidecars of session sess and returns the rows a resume restores:
-// running rows (they come back paused) and completed rows that were launched in the
+// running and queued rows (they come back paused) and completed rows that were launched in the
 // background, newest first up to MaxCompleted. Sidecars of another session, of foreground
 // launches, failed or cancelled tasks are left out; corrupt ones are skipped with a
 // warning. A row whose transcript is missing or belongs to another task, that was
@@ -44,7 +44,7 @@ func LoadRoster(sess *store.Session, o RosterOptions) (rows []Row, warnings []st
 		row := s.Row
 		row.BlockedReason = blockedReason(s, o)
 		switch {
-		case s.Status == StatusRunning || s.Status == StatusPaused:
+		case s.Status.Active() || s.Status == StatusPaused:
 			running = append(running, row)
 		case s.Status == StatusCompleted && s.Backgrounded:
 			completed = append(completed, row)

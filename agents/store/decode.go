@@ -429,16 +429,11 @@ func (d *lineDecoder) number() bool {
 	return true
 }
 
-var (
-	recordKeys  = []string{"type", "ts", "task_id", "subagent_type", "system", "turn", "message", "status", "summary"}
-	messageKeys = []string{"role", "content"}
-	blockKeys   = []string{"type", "text", "id", "name", "input", "tool_use_id", "content", "is_error"}
-)
-
 // record decodes a Record object.
 func (d *lineDecoder) record(r *Record) bool {
-	return d.object(recordKeys, func(i int) bool {
-		switch recordKeys[i] {
+	keys := [...]string{"type", "ts", "task_id", "subagent_type", "system", "turn", "message", "status", "summary"}
+	return d.object(keys[:], func(i int) bool {
+		switch keys[i] {
 		case "type":
 			return d.str(&r.Type)
 		case "ts":
@@ -468,7 +463,8 @@ func (d *lineDecoder) record(r *Record) bool {
 }
 
 func (d *lineDecoder) message(m *llm.Message) bool {
-	return d.object(messageKeys, func(i int) bool {
+	keys := [...]string{"role", "content"}
+	return d.object(keys[:], func(i int) bool {
 		if i == 0 { // role
 			var role string
 			ok := d.str(&role)
@@ -511,8 +507,9 @@ func (d *lineDecoder) blocks(dst *[]llm.Block) bool {
 }
 
 func (d *lineDecoder) block(b *llm.Block) bool {
-	return d.object(blockKeys, func(i int) bool {
-		switch blockKeys[i] {
+	keys := [...]string{"type", "text", "id", "name", "input", "tool_use_id", "content", "is_error"}
+	return d.object(keys[:], func(i int) bool {
+		switch keys[i] {
 		case "type":
 			return d.str(&b.Type)
 		case "text":
