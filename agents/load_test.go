@@ -267,7 +267,7 @@ func TestSubagentStopHookThatAlwaysBlocks(t *testing.T) {
 	h := newHarness(t, replyText("finished, I think"), func(c *RegistryConfig) { c.Lifecycle = hook })
 	id := h.launchBG("work")
 	row := h.collect(id)
-	if row.Status != StatusFailed || row.LastOutcome.Reason != ReasonMaxTurns || !strings.Contains(row.LastOutcome.Error, "stop hook blocked") {
+	if row.Status != StatusFailed || row.LastOutcome.Reason != ReasonMaxTurns || !strings.Contains(row.LastOutcome.Error, "stop hook kept blocking") {
 		t.Fatalf("row = %+v", row)
 	}
 	if n := len(h.model.requests()); n != DefaultMaxStopBlocks+1 {

@@ -237,7 +237,7 @@ func (r *Runtime) loop(ctx context.Context, instruction llm.Message) TurnResult 
 					stopBlocks++
 					if limit := r.cfg.MaxStopBlocks; limit > 0 && stopBlocks > limit {
 						final = reply.Text()
-						return finish(ReasonMaxTurns, fmt.Errorf("%w: a stop hook blocked the agent from stopping %d times in a row", ErrMaxSteps, limit))
+						return finish(ReasonMaxTurns, fmt.Errorf("%w: it blocked %d times in a row, at most %d are allowed", ErrStopLoop, stopBlocks, limit))
 					}
 					if err := r.add(llm.UserText(goOn)); err != nil {
 						return finish(ReasonError, err)

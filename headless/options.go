@@ -15,6 +15,10 @@ import (
 	"github.com/stoke-cli/stoke/streamjson"
 )
 
+// DefaultMaxTurns is --max-turns unless set: a model that keeps calling tools ends with
+// error_max_turns instead of running unbounded.
+const DefaultMaxTurns = 100
+
 // Output formats.
 const (
 	OutputText       = "text"
@@ -46,7 +50,8 @@ type Options struct {
 	Model llm.Model
 	// ModelName is reported in init and assistant events.
 	ModelName string
-	// MaxTurns caps parent model calls; 0 means no cap.
+	// MaxTurns caps parent model calls per parent turn (a prompt, or a turn taken to read
+	// notifications); 0 means no cap. cmd defaults it to DefaultMaxTurns.
 	MaxTurns int
 	// Timeout bounds the whole run; 0 means none.
 	Timeout time.Duration
@@ -69,6 +74,10 @@ type Options struct {
 	Version string
 	// MaxBackground caps running background agents per parent (default 4).
 	MaxBackground int
+	// MaxQueued caps background launches waiting for a slot (default 1000).
+	MaxQueued int
+	// MaxForeground caps foreground agents running at once (default 8).
+	MaxForeground int
 	// MaxRetained caps settled task rows per parent (default 100).
 	MaxRetained int
 	// BackgroundAgents turns background agents on (run_in_background in the task schema).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -187,6 +188,8 @@ func newSession(ctx context.Context, opts Options, cp *sdkhost.ControlPlane) (*s
 		Model:            model,
 		ModelName:        opts.ModelName,
 		MaxBackground:    opts.MaxBackground,
+		MaxQueued:        opts.MaxQueued,
+		MaxForeground:    opts.MaxForeground,
 		MaxRetained:      opts.MaxRetained,
 		BackgroundAgents: opts.BackgroundAgents,
 		MaxSteps:         200,
@@ -434,6 +437,9 @@ func (s *session) fail(ctx context.Context, err error) error {
 	s.reg.CancelAll(err)
 	_ = s.reg.Wait(context.WithoutCancel(ctx))
 	switch {
+	case errors.Is(err, agents.ErrStopLoop):
+		s.writeResult(streamjson.ResultErrorMaxTurns, "Stop hook loop: "+strings.TrimPrefix(err.Error(), ErrMaxTurns.Error()+": "))
+		return err
 	case errors.Is(err, ErrMaxTurns):
 		s.writeResult(streamjson.ResultErrorMaxTurns, fmt.Sprintf("Reached maximum number of turns (%d)", s.opts.MaxTurns))
 		return err
