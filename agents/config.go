@@ -42,8 +42,9 @@ type RegistryConfig struct {
 	MaxStopBlocks int
 	// Emit receives task events and the subagents' own events. Safe for concurrent use.
 	Emit func(streamjson.Event)
-	// Notify delivers a <task-notification> message to the parent. Safe for concurrent use.
-	Notify func(llm.Message)
+	// Notify tells the parent that a background turn ended (NotificationsMessage renders
+	// it). Safe for concurrent use.
+	Notify func(Notification)
 	// SubagentTools returns the tool set prepared for a new runtime of def, working in root
 	// (a worktree) or, when root is empty, in the session's working directory.
 	SubagentTools func(def Definition, root string) *tools.Set
@@ -114,7 +115,7 @@ func withRegistryDefaults(cfg RegistryConfig) RegistryConfig {
 		cfg.Emit = func(streamjson.Event) {}
 	}
 	if cfg.Notify == nil {
-		cfg.Notify = func(llm.Message) {}
+		cfg.Notify = func(Notification) {}
 	}
 	if cfg.NewRuntime == nil {
 		cfg.NewRuntime = NewRuntime

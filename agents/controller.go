@@ -510,7 +510,7 @@ func (c *controller) finish(t turn, res TurnResult) {
 	n := taskNotification(row, t)
 	cfg.Emit(n)
 	if t.background {
-		cfg.Notify(llm.UserText(NotificationText(row, t.toolUseID, n.Status)))
+		cfg.Notify(Notification{Row: row, ToolUseID: t.toolUseID, Status: n.Status})
 	}
 	c.mu.Lock()
 	if c.row.Turn == t.n {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/tools"
@@ -280,5 +281,49 @@ func TestSubagentStopHookThatAlwaysBlocks(t *testing.T) {
 	}
 	if n := h.notifications(id); len(n) != 1 || n[0].Status != streamjson.StatusFailed || n[0].Reason != ReasonMaxTurns {
 		t.Fatalf("notifications = %+v", n)
+	}
+}
+
+// Issue 12: notifications delivered together share a bounded result budget; a long
+// result is cut at a character boundary with a pointer to the whole of it; one
+// notification alone keeps its format (its note included) and up to NotifyResultBytes.
+func TestNotificationsMessageIsBounded(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("é", NotifyResultBytes) // 2 bytes each
+	note := func(i int, text string) Notification {
+		return Notification{Row: Row{TaskID: TaskID(fmt.Sprintf("a%016x", i)), Turn: 1, Description: "d", SubagentType: GeneralPurpose,
+			Transcript: "/home/s/agents/x.jsonl", LastOutcome: Outcome{Text: text}}, ToolUseID: "call", Status: "completed"}
+	}
+	one := NotificationsMessage([]Notification{note(0, long)})
+	if len(one.Content) != 1 || !strings.Contains(one.Content[0].Text, "<note>") || len(one.Content[0].Text) > NotifyResultBytes+2048 {
+		t.Fatalf("one notification: %d blocks, %d bytes", len(one.Content), len(one.Content[0].Text))
+	}
+	if !strings.Contains(one.Content[0].Text, "[cut: "+fmt.Sprint(len(long)-NotifyResultBytes)+" more bytes; the whole result: task with task_id a0000000000000000, or the output file /home/s/agents/x.jsonl]") {
+		t.Fatalf("no pointer to the whole result: %s", one.Content[0].Text[len(one.Content[0].Text)-300:])
+	}
+	var batch []Notification
+	for i := range 100 {
+		text := "short"
+		if i%10 == 0 {
+			text = long
+		}
+		batch = append(batch, note(i, text))
+	}
+	m := NotificationsMessage(batch)
+	if len(m.Content) != 101 || !strings.Contains(m.Content[100].Text, "<note>") {
+		t.Fatalf("%d blocks, want 100 and the note", len(m.Content))
+	}
+	size := 0
+	for i, b := range m.Content[:100] {
+		size += len(b.Text)
+		if !utf8.ValidString(b.Text) || strings.Contains(b.Text, "<note>") {
+			t.Fatalf("block %d is not a clean notification", i)
+		}
+		if i%10 != 0 && !strings.Contains(b.Text, "<result>short</result>") {
+			t.Fatalf("a short result was cut: %s", b.Text)
+		}
+	}
+	if size > 100*1024 {
+		t.Fatalf("100 notifications take %d bytes", size)
 	}
 }

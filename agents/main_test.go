@@ -159,9 +159,9 @@ func newHarness(t *testing.T, fn genFunc, mod ...func(*RegistryConfig)) *harness
 			h.events = append(h.events, ev)
 			h.mu.Unlock()
 		},
-		Notify: func(m llm.Message) {
+		Notify: func(n Notification) {
 			h.mu.Lock()
-			h.notes = append(h.notes, m)
+			h.notes = append(h.notes, NotificationsMessage([]Notification{n}))
 			h.mu.Unlock()
 		},
 		NewRuntime: func(c RuntimeConfig) *Runtime {

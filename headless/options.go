@@ -78,6 +78,10 @@ type Options struct {
 	MaxQueued int
 	// MaxForeground caps foreground agents running at once (default 8).
 	MaxForeground int
+	// NotifyWindow is how long a background agent's notification may wait for others
+	// while background agents are still at work, to be delivered with them in one parent
+	// turn (0: DefaultNotifyWindow; negative: delivered as soon as the parent is idle).
+	NotifyWindow time.Duration
 	// MaxRetained caps settled task rows per parent (default 100).
 	MaxRetained int
 	// BackgroundAgents turns background agents on (run_in_background in the task schema).

@@ -143,7 +143,11 @@ func newSession(ctx context.Context, opts Options, cp *sdkhost.ControlPlane) (*s
 	}
 	s.enc = streamjson.NewEncoder(evOut, id, nil)
 	s.out = streamjson.NewEncoder(opts.Stdout, id, nil)
-	s.mb = newMailbox(s.emit)
+	window := opts.NotifyWindow
+	if window == 0 {
+		window = DefaultNotifyWindow
+	}
+	s.mb = newMailbox(s.emit, window)
 	var model llm.Model
 	if opts.Model != nil {
 		s.meter = &meter{Model: opts.Model, prices: opts.Prices, charged: s.charged}
@@ -204,6 +208,7 @@ func newSession(ctx context.Context, opts Options, cp *sdkhost.ControlPlane) (*s
 		Logger:           opts.Logger,
 		NewID:            opts.NewTaskID,
 	})
+	s.mb.active = s.reg.Unsettled
 	if st != nil && len(st.roster) > 0 {
 		if err := s.reg.Restore(st.roster); err != nil {
 			s.reg.Shutdown()
@@ -316,6 +321,10 @@ func (s *session) prompts(ctx context.Context) <-chan sdkhost.Prompt {
 func (s *session) run(ctx context.Context) error {
 	streamIn := s.opts.InputFormat == InputStreamJSON
 	prompts := s.prompts(ctx)
+	// due fires when held notifications are due (mailbox.due).
+	due := time.NewTimer(time.Hour)
+	due.Stop()
+	defer due.Stop()
 	var usageErr error
 	for prompts != nil || s.pendingBackground() {
 		var p sdkhost.Prompt
@@ -330,6 +339,9 @@ func (s *session) run(ctx context.Context) error {
 				prompts = nil
 				continue
 			}
+		case <-due.C:
+			s.mb.wake()
+			continue
 		case <-s.mb.ready:
 			if s.mb.empty() {
 				// A turn settled whose notification the parent already read: the run
@@ -337,8 +349,16 @@ func (s *session) run(ctx context.Context) error {
 				s.idle()
 				continue
 			}
-			notes := s.mb.take()
-			if err := s.turn(ctx, mergeUser(notes), streamIn); err != nil {
+			if wait := s.mb.due(); wait > 0 {
+				// Other agents are still at work: theirs may come with these.
+				due.Reset(wait)
+				continue
+			}
+			notes, ok := s.mb.take()
+			if !ok {
+				continue
+			}
+			if err := s.turn(ctx, notes, streamIn); err != nil {
 				return s.fail(ctx, err)
 			}
 			continue
@@ -514,13 +534,4 @@ func (s *session) writeResult(subtype, errText string) {
 			_, _ = io.WriteString(s.opts.Stdout, text)
 		}
 	}
-}
-
-// mergeUser joins user messages into one.
-func mergeUser(ms []llm.Message) llm.Message {
-	out := llm.Message{Role: llm.RoleUser}
-	for _, m := range ms {
-		out.Content = append(out.Content, m.Content...)
-	}
-	return out
 }
