@@ -84,8 +84,11 @@ type transcriptStore interface {
 
 // sidecarStore is where a controller persists its row.
 type sidecarStore interface {
-	// WriteSidecar replaces task id's sidecar with data, atomically and durably.
+	// WriteSidecar replaces task id's sidecar with data, atomically; durable once the same
+	// row is synced in the task's transcript and SyncSidecars has returned.
 	WriteSidecar(id string, data []byte) error
+	// SyncSidecars makes the sidecars written so far durable under their names.
+	SyncSidecars() error
 	// Rel makes a path inside the session directory relative to it.
 	Rel(path string) string
 }

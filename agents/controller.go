@@ -344,7 +344,7 @@ func (c *controller) newRuntime(tr *store.Transcript, history []llm.Message, roo
 	}
 	var chat ChatStore
 	if tr != nil {
-		chat = tr
+		chat = boundarySynced{tr}
 	}
 	c.mu.Lock()
 	toolUseID, description := c.row.ToolUseID, c.row.Description
@@ -382,6 +382,13 @@ func (c *controller) newRuntime(tr *store.Transcript, history []llm.Message, roo
 		Tracer:      cfg.Tracer,
 	})
 }
+
+// boundarySynced is a task's transcript as its runtime writes it: the runtime's own sync
+// at the end of a turn is left out, for every turn ends at a boundary (Settle or finish)
+// that syncs the transcript with the turn's end record in it.
+type boundarySynced struct{ *store.Transcript }
+
+func (boundarySynced) Sync() error { return nil }
 
 // stopHook is the runtime's StopHook: the lifecycle may make the agent go on.
 func (c *controller) stopHook(ctx context.Context, final string, active bool) string {
@@ -426,18 +433,9 @@ func (c *controller) Drain() []llm.Message {
 }
 
 // Settle implements Inbox: atomically, it claims queued input or commits the turn's
-// completion (the running→completed transition).
+// completion (the running→completed transition), which is durable (boundary) before
+// Settle returns and anything announces it.
 func (c *controller) Settle(final string) []llm.Message {
-	// Persist the chat first (outside the lock), so the completed row always has its
-	// history on disk.
-	c.mu.Lock()
-	tr := c.tr
-	c.mu.Unlock()
-	if tr != nil {
-		if err := tr.Sync(); err != nil {
-			c.env.cfg.Logger.Warn("sync transcript", "task_id", c.id, "err", err)
-		}
-	}
 	c.mu.Lock()
 	if q := c.queue; len(q) > 0 {
 		c.queue = nil
@@ -449,15 +447,47 @@ func (c *controller) Settle(final string) []llm.Message {
 		return nil // the turn is being cancelled; finish records it
 	}
 	c.row.complete(c.env.cfg.Now().UTC(), final)
-	if c.tr != nil {
-		_ = c.tr.Write(store.Record{Type: store.RecordTurn, Turn: c.row.Turn, Status: string(StatusCompleted), Summary: final})
+	tr := c.tr
+	if tr != nil {
+		_ = tr.Write(c.turnRecordLocked(c.row.Turn, final))
 	}
 	if c.cur != nil {
 		c.cur.committed, c.cur.row = true, c.row
 	}
 	c.mu.Unlock()
-	c.persist()
+	c.boundary(tr)
 	return nil
+}
+
+// turnRecordLocked is the transcript record that ends turn n: its status and summary, and
+// the row as its sidecar holds it (the durable copy of the sidecar). Call with c.mu held.
+func (c *controller) turnRecordLocked(n int, summary string) store.Record {
+	rec := store.Record{Type: store.RecordTurn, Turn: n, Status: string(c.row.Status), Summary: summary}
+	if st := c.env.cfg.Store; st != nil {
+		if data, err := EncodeSidecar(Sidecar{Row: c.row, CWD: c.env.cfg.CWD, Isolation: c.def.Isolation}, st.Rel); err == nil {
+			rec.Row = data
+		}
+	}
+	return rec
+}
+
+// boundary makes the end of a turn durable, in two fsyncs: the transcript (the turn's
+// history and its end record, row included), then — the sidecar replaced meanwhile — the
+// directory that holds the sidecar's new name. A crash of the process loses nothing
+// written; after a crash of the machine, the sidecar is what this boundary wrote, or is
+// rebuilt from the row in the transcript (ReadSidecar).
+func (c *controller) boundary(tr *store.Transcript) {
+	if tr != nil {
+		if err := tr.Sync(); err != nil {
+			c.env.cfg.Logger.Warn("sync transcript", "task_id", c.id, "err", err)
+		}
+	}
+	c.persist()
+	if st := c.env.cfg.Store; st != nil {
+		if err := st.SyncSidecars(); err != nil {
+			c.env.cfg.Logger.Warn("sync sidecars", "task_id", c.id, "err", err)
+		}
+	}
 }
 
 // finish records a turn that did not complete, emits the notification and releases what
@@ -486,11 +516,11 @@ func (c *controller) finish(t turn, res TurnResult) {
 		c.row.end(cfg.Now().UTC(), interrupted, Outcome{Text: res.FinalText, Reason: res.Reason, Error: errText, Usage: usage, Worktree: worktree, Undelivered: len(c.queue)})
 		c.queue = nil
 		if c.tr != nil {
-			_ = c.tr.Write(store.Record{Type: store.RecordTurn, Turn: t.n, Status: string(c.row.Status), Summary: res.FinalText})
-			_ = c.tr.Sync()
+			_ = c.tr.Write(c.turnRecordLocked(t.n, res.FinalText))
 		}
 		row = c.row
 	}
+	tr := c.tr
 	c.cur = nil
 	if c.seq == t.seq {
 		c.cancel = nil
@@ -502,7 +532,7 @@ func (c *controller) finish(t turn, res TurnResult) {
 	c.mu.Unlock()
 
 	if !completed {
-		c.persist()
+		c.boundary(tr)
 	}
 	// The outcome is recorded: the slot goes to the next turn in line.
 	t.slots.release(t.ticket)
@@ -638,13 +668,20 @@ func closeTranscript(tr *store.Transcript) {
 
 // persist writes the row to its sidecar, unless a newer write already happened. Call
 // without mu held, after the transition, before anything announces it.
-func (c *controller) persist() {
+func (c *controller) persist() { c.write(true) }
+
+// flush writes the row to its sidecar if an earlier write failed.
+func (c *controller) flush() { c.write(false) }
+
+func (c *controller) write(changed bool) {
 	st := c.env.cfg.Store
 	if st == nil {
 		return
 	}
 	c.mu.Lock()
-	c.rev++
+	if changed {
+		c.rev++
+	}
 	rev := c.rev
 	sc := Sidecar{Row: c.row, CWD: c.env.cfg.CWD, Isolation: c.def.Isolation}
 	c.mu.Unlock()

@@ -337,6 +337,10 @@ func (r *Registry) Shutdown() {
 	r.wg.Wait()
 	for _, c := range r.controllers() {
 		c.close()
+		c.flush() // a sidecar write that failed (a full disk) is tried once more
+	}
+	if st := r.cfg.Store; st != nil {
+		_ = st.SyncSidecars()
 	}
 }
 

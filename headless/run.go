@@ -172,7 +172,7 @@ func newSession(ctx context.Context, opts Options, cp *sdkhost.ControlPlane) (*s
 		if err := writeSessionInfo(sess, id, opts, s.created); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrRunFailed, err)
 		}
-		tr, err := store.OpenTranscript(sess.ParentTranscript(), nil)
+		tr, err := sess.OpenTranscript(sess.ParentTranscript(), nil)
 		if err != nil {
 			return nil, fmt.Errorf("%w: open session: %w", ErrRunFailed, err)
 		}
@@ -425,6 +425,13 @@ func (s *session) turn(ctx context.Context, msg llm.Message, perTurnResult bool)
 	tctx, span := trace.StartTurn(tctx, s.opts.Tracer, trace.TurnInfo{SessionID: s.id, Agent: "parent", Turn: s.parentTurns})
 	res, err := s.parent.Execute(tctx, msg)
 	trace.EndTurn(span, res.Reason, err)
+	// The parent's transcript is synced (Execute); the names in the session directory
+	// (session.json, the transcripts' files) become durable with it.
+	if s.sess != nil {
+		if serr := s.sess.Sync(); serr != nil {
+			s.opts.Logger.Warn("sync session directory", "err", serr)
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrRunFailed, err)
 	}

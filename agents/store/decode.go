@@ -431,7 +431,7 @@ func (d *lineDecoder) number() bool {
 
 // record decodes a Record object.
 func (d *lineDecoder) record(r *Record) bool {
-	keys := [...]string{"type", "ts", "task_id", "subagent_type", "system", "turn", "message", "status", "summary"}
+	keys := [...]string{"type", "ts", "task_id", "subagent_type", "system", "turn", "message", "status", "summary", "row"}
 	return d.object(keys[:], func(i int) bool {
 		switch keys[i] {
 		case "type":
@@ -456,8 +456,14 @@ func (d *lineDecoder) record(r *Record) bool {
 			return d.message(r.Message)
 		case "status":
 			return d.str(&r.Status)
-		default: // summary
+		case "summary":
 			return d.str(&r.Summary)
+		default: // row
+			raw, ok := d.raw()
+			if ok {
+				r.Row = append(json.RawMessage(nil), raw...)
+			}
+			return ok
 		}
 	})
 }
