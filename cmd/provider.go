@@ -89,7 +89,9 @@ func newModel(cfg *Config, cwd string, lookupEnv func(string) (string, bool), lo
 	}
 }
 
-// newNetworkModel builds the openai or anthropic provider.
+// newNetworkModel builds the openai or anthropic provider. Its connections to the endpoint
+// are capped (llm.MaxConns): many agents at once wait for a connection rather than run the
+// process out of file descriptors.
 func newNetworkModel(cfg *Config) (llm.Model, error) {
 	timeout := cfg.RequestTimeout
 	if timeout <= 0 {
@@ -107,6 +109,7 @@ func newNetworkModel(cfg *Config) (llm.Model, error) {
 		return anthropic.New(anthropic.Config{
 			APIKey: cfg.APIKey, KeyName: keyName(cfg), BaseURL: cfg.BaseURL, Model: name,
 			MaxRetries: sdkMaxRetries, RequestTimeout: timeout, TimeoutName: timeoutName,
+			HTTPClient: llm.HTTPClient(llm.MaxConns()),
 		})
 	}
 	name := cfg.Model
@@ -116,6 +119,7 @@ func newNetworkModel(cfg *Config) (llm.Model, error) {
 	return openai.New(openai.Config{
 		APIKey: cfg.APIKey, KeyName: keyName(cfg), BaseURL: cfg.BaseURL, Model: name,
 		MaxRetries: sdkMaxRetries, RequestTimeout: timeout, TimeoutName: timeoutName,
+		HTTPClient: llm.HTTPClient(llm.MaxConns()),
 	})
 }
 
