@@ -198,7 +198,7 @@ func TestFanOutScenario(t *testing.T) {
 	if n := len(s.Rules[0].Reply.ToolCalls); n != 12 {
 		t.Fatalf("%d task calls, want 12", n)
 	}
-	if d := s.Rules[2+7].Reply.Delay; d != 700*time.Millisecond {
+	if d := s.Rules[2+7].Reply.Delay; d != 800*time.Millisecond {
 		t.Fatalf("delay of the jobs ending in 7 = %v", d)
 	}
 }
