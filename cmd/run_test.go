@@ -71,8 +71,10 @@ func TestOptionsFromFlags(t *testing.T) {
 	}
 	if r, ok := got.opts.Model.(*retry.Model); !ok {
 		t.Errorf("Model is %T, want *retry.Model", got.opts.Model)
-	} else if _, ok := r.Model.(*openai.Model); !ok {
-		t.Errorf("Model retries a %T, want *openai.Model", r.Model)
+	} else if l, ok := r.Model.(*llm.Limited); !ok {
+		t.Errorf("Model retries a %T, want *llm.Limited", r.Model)
+	} else if _, ok := l.Model.(*openai.Model); !ok {
+		t.Errorf("Model limits a %T, want *openai.Model", l.Model)
 	}
 	if got.opts.Stdin != nil || got.opts.Logger == nil || got.opts.Stdout == nil {
 		t.Errorf("Stdin %v, Logger %v, Stdout %v; want nil, set, set", got.opts.Stdin, got.opts.Logger, got.opts.Stdout)

@@ -79,7 +79,9 @@ func TestFanOutCoalescesNotifications(t *testing.T) {
 
 // The mailbox holds notifications while other agents are at work, for at most the
 // window from the oldest one; it delivers them at once when none is; a full batch is due
-// at once, and a batch takes at most notifyBatch of them in one message.
+// at once, and a batch takes at most notifyBatch of them in one message. Under load the
+// window doubles with each delivery (up to notifyWindows windows) and starts over once
+// the agents pause.
 func TestMailboxCoalescing(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -104,14 +106,33 @@ func TestMailboxCoalescing(t *testing.T) {
 	if got := mb.Settle("done"); got != nil {
 		t.Fatalf("Settle took notifications that are not due: %v", got)
 	}
-	active = 0
-	if d := mb.due(); d != 0 {
-		t.Fatalf("due with no agent at work = %v", d)
-	}
+	now = now.Add(700 * time.Millisecond)
 	msgs := mb.Settle("done")
 	if len(msgs) != 1 || len(msgs[0].Content) != 3 || !strings.Contains(msgs[0].Content[1].Text, "result 1") || emitted != 1 {
 		t.Fatalf("Settle = %+v (emitted %d), want one message of two notifications and the note", msgs, emitted)
 	}
+	// Agents still at work: the next window is twice as long, then four times…
+	for _, want := range []time.Duration{2, 4, 8, 8} {
+		mb.Push(note(2))
+		if d := mb.due(); d != want*time.Second {
+			t.Fatalf("window under load = %v, want %v", d, want*time.Second)
+		}
+		now = now.Add(want * time.Second)
+		if _, ok := mb.take(); !ok {
+			t.Fatal("nothing to take")
+		}
+	}
+	// …until the agents pause: it starts over.
+	now = now.Add(time.Minute)
+	mb.Push(note(3))
+	if d := mb.due(); d != time.Second {
+		t.Fatalf("window after a pause = %v, want 1s", d)
+	}
+	active = 0
+	if d := mb.due(); d != 0 {
+		t.Fatalf("due with no agent at work = %v", d)
+	}
+	mb.take()
 	active = 3
 	for i := range notifyBatch + 5 {
 		mb.Push(note(i))
@@ -123,7 +144,7 @@ func TestMailboxCoalescing(t *testing.T) {
 	if !ok || len(m.Content) != notifyBatch+1 || mb.empty() {
 		t.Fatalf("take of a batch: %d blocks, empty %v", len(m.Content), mb.empty())
 	}
-	if d := mb.due(); d != time.Second {
+	if d := mb.due(); d <= 0 {
 		t.Fatalf("the rest are due after a window of their own, got %v", d)
 	}
 }

@@ -10,13 +10,17 @@ import (
 )
 
 // The coalescing of notifications. While other background agents are still at work, the
-// notifications that arrive are held until the oldest of them has waited NotifyWindow,
-// then delivered together, in one user message (agents.NotificationsMessage) of at most
+// notifications that arrive are held until the oldest of them has waited a window, then
+// delivered together, in one user message (agents.NotificationsMessage) of at most
 // notifyBatch notifications: 1,000 agents finishing over a few seconds take a handful of
-// parent turns, not one each. Once no background agent is running or queued (or about to
-// push its notification), whatever is pending is delivered at once.
+// parent turns, not one each. The window is NotifyWindow (1 s); while agents keep
+// finishing it doubles with each delivery, up to notifyWindows windows (each parent turn
+// resends the whole history, so under load fewer, fuller turns cost less), and starts
+// over once they pause. Once no background agent is running or queued (or about to push
+// its notification), whatever is pending is delivered at once.
 const (
 	DefaultNotifyWindow = time.Second
+	notifyWindows       = 8
 	notifyBatch         = 1000
 )
 
@@ -29,7 +33,9 @@ type mailbox struct {
 
 	mu      sync.Mutex
 	pending []agents.Notification
-	since   time.Time // when the oldest pending notification arrived
+	since   time.Time     // when the oldest pending notification arrived
+	last    time.Time     // the last delivery
+	cur     time.Duration // the window now (window, doubled by deliveries under load)
 	// ready has a token while pending is not empty, or once a turn settled since the loop
 	// last looked.
 	ready chan struct{}
@@ -52,6 +58,9 @@ func (mb *mailbox) Push(n agents.Notification) {
 	mb.mu.Lock()
 	if len(mb.pending) == 0 {
 		mb.since = mb.now()
+		if mb.cur == 0 || mb.since.Sub(mb.last) > 2*mb.cur {
+			mb.cur = mb.window // the agents paused: start over
+		}
 	}
 	mb.pending = append(mb.pending, n)
 	mb.mu.Unlock()
@@ -76,12 +85,12 @@ func (mb *mailbox) TurnSettled(agents.TurnInfo, agents.Row) { mb.wake() }
 // they are due now (or none is pending).
 func (mb *mailbox) due() time.Duration {
 	mb.mu.Lock()
-	n, since := len(mb.pending), mb.since
+	n, since, window := len(mb.pending), mb.since, mb.cur
 	mb.mu.Unlock()
-	if n == 0 || n >= notifyBatch || mb.window <= 0 {
+	if n == 0 || n >= notifyBatch || window <= 0 {
 		return 0
 	}
-	wait := mb.window - mb.now().Sub(since)
+	wait := window - mb.now().Sub(since)
 	if wait <= 0 || mb.active() == 0 {
 		return 0
 	}
@@ -91,11 +100,18 @@ func (mb *mailbox) due() time.Duration {
 // take returns the pending notifications (at most notifyBatch, oldest first) as one user
 // message, which it emits as a user line; false when none is pending.
 func (mb *mailbox) take() (llm.Message, bool) {
+	busy := mb.active() > 0
 	mb.mu.Lock()
 	k := min(len(mb.pending), notifyBatch)
 	batch := mb.pending[:k:k]
 	mb.pending = mb.pending[k:]
 	rest := len(mb.pending)
+	if k > 0 {
+		mb.last = mb.now()
+		if busy {
+			mb.cur = min(2*mb.cur, notifyWindows*mb.window)
+		}
+	}
 	if rest == 0 {
 		mb.pending = nil
 	} else {

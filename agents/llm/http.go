@@ -18,8 +18,11 @@ func HTTPClient(maxConns int) *http.Client {
 	return &http.Client{Transport: t}
 }
 
-// MaxConns is the cap on connections to one endpoint for this process: half its limit on
-// open files (which Go raises to the hard limit at start), between 16 and 1024.
+// MaxConns is the cap on model calls in flight, and on connections to one endpoint, for
+// this process: an eighth of its limit on open files (which Go raises to the hard limit
+// at start), between 16 and 256 — 128 under `ulimit -n 1024`. More agents than that wait
+// for a call (Limit), cheaply: a waiting agent holds no request, no connection and no
+// buffers, where a call in flight costs some 100 KB.
 func MaxConns() int {
-	return min(max(openFileLimit()/2, 16), 1024)
+	return min(max(openFileLimit()/8, 16), 256)
 }

@@ -1,10 +1,14 @@
 package llm
 
 import (
+	"context"
+	"errors"
 	"io"
+	"iter"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -68,7 +72,66 @@ func TestHTTPClientCapsConnections(t *testing.T) {
 
 func TestMaxConnsFollowsTheFileLimit(t *testing.T) {
 	t.Parallel()
-	if n := MaxConns(); n < 16 || n > 1024 || n > max(openFileLimit()/2, 16) {
+	if n := MaxConns(); n < 16 || n > 256 || n > max(openFileLimit()/8, 16) {
 		t.Fatalf("MaxConns = %d with a file limit of %d", n, openFileLimit())
 	}
+}
+
+// A limited model runs at most n calls at once; a caller whose context ends while it
+// waits gets the cause, and the others go on.
+func TestLimit(t *testing.T) {
+	t.Parallel()
+	var now, peak atomic.Int32
+	release := make(chan struct{})
+	entered := make(chan struct{}, 8)
+	inner := genModel(func(ctx context.Context, yield func(Event, error) bool) {
+		entered <- struct{}{}
+		n := now.Add(1)
+		defer now.Add(-1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		<-release
+		yield(Event{Kind: EventDone}, nil)
+	})
+	m := Limit(inner, 2)
+	var wg sync.WaitGroup
+	var done atomic.Int32
+	for range 6 {
+		wg.Go(func() {
+			for _, err := range m.Generate(context.Background(), &Request{}) {
+				if err != nil {
+					t.Error(err)
+				}
+			}
+			done.Add(1)
+		})
+	}
+	<-entered
+	<-entered // both places are taken
+	ctx, cancel := context.WithCancelCause(context.Background())
+	waited := make(chan error, 1)
+	go func() {
+		for _, err := range m.Generate(ctx, &Request{}) {
+			waited <- err
+			return
+		}
+		waited <- nil
+	}()
+	cancel(errors.New("gave up"))
+	if err := <-waited; err == nil || !strings.Contains(err.Error(), "gave up") {
+		t.Fatalf("a cancelled wait returned %v", err)
+	}
+	close(release)
+	wg.Wait()
+	if p := peak.Load(); p != 2 || done.Load() != 6 {
+		t.Fatalf("peak %d calls at once, %d done; want 2 and 6", p, done.Load())
+	}
+}
+
+type genModel func(ctx context.Context, yield func(Event, error) bool)
+
+func (genModel) Name() string { return "gen" }
+
+func (g genModel) Generate(ctx context.Context, _ *Request) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) { g(ctx, yield) }
 }
