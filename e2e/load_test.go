@@ -15,8 +15,10 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/stoke-cli/stoke/agents"
 	"github.com/stoke-cli/stoke/agents/llm/openai/openaitest"
 	"github.com/stoke-cli/stoke/agents/llm/scripted"
+	"github.com/stoke-cli/stoke/agents/store"
 )
 
 // fanOutFile writes the fan-out scenario to dir and returns its path.
@@ -228,5 +230,53 @@ func TestQueuedAgentsKilledAndResumed(t *testing.T) {
 	}
 	if blocked != 5 {
 		t.Fatalf("%d agents listed as never started, want 5: %s", blocked, agentsJSON.Raw)
+	}
+}
+
+// Issue 11 item 6 and issue 12 (the small version of BenchmarkFanOut): 200 background
+// agents running at once in a process limited to 128 open files all complete, every
+// sidecar says so, no write is lost to EMFILE, and the parent reads the 200 notifications
+// in a handful of turns.
+func TestFanOutUnderFileLimit(t *testing.T) {
+	t.Parallel()
+	const n = 200
+	dir := t.TempDir()
+	scenario := fanOutFile(t, dir, scripted.FanOut{Agents: n, Spread: time.Second})
+	const sid = "4d6f7265-0000-4000-8000-000000000200"
+	cmd := exec.Command("sh", "-c", `ulimit -n 128 && exec "$@"`, "sh", filepath.Join(h.binDir, "stoke"+exeSuffix()),
+		"-p", "fan out", "--scenario", scenario, "--output-format", "stream-json", "--max-background", fmt.Sprint(n), "--session-id", sid)
+	cmd.Dir, cmd.Env = dir, stokeEnv("STOKE_HOME="+filepath.Join(dir, "home"))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr.String())
+	}
+	if stderr.Len() > 0 {
+		t.Errorf("stderr: %s", stderr.String())
+	}
+	completed, parentTurns := 0, 0
+	for _, ev := range events(t, out) {
+		switch {
+		case ev.Get("subtype").String() == "task_notification" && ev.Get("status").String() == "completed":
+			completed++
+		case ev.Get("type").String() == "assistant" && ev.Get("parent_tool_use_id").Type == gjson.Null:
+			parentTurns++
+		}
+	}
+	if completed != n {
+		t.Fatalf("%d of %d agents completed", completed, n)
+	}
+	if parentTurns > 10 {
+		t.Errorf("the parent took %d model calls, want at most 10", parentTurns)
+	}
+	sidecars, warnings := agents.ReadSidecars(store.New(filepath.Join(dir, "home"), dir, sid))
+	if len(warnings) != 0 || len(sidecars) != n {
+		t.Fatalf("%d sidecars, warnings %v", len(sidecars), warnings)
+	}
+	for _, s := range sidecars {
+		if s.Status != "completed" {
+			t.Fatalf("the sidecar of %s says %s", s.TaskID, s.Status)
+		}
 	}
 }
