@@ -35,11 +35,9 @@ type RegistryConfig struct {
 	MaxRetained int
 	// BackgroundAgents enables run_in_background.
 	BackgroundAgents bool
-	// MaxSteps caps model calls per subagent turn (0: none).
+	// MaxSteps caps model calls per subagent turn (0: none). A SubagentStop hook may make
+	// one turn go on at most DefaultMaxStopBlocks times.
 	MaxSteps int
-	// MaxStopBlocks caps the times a SubagentStop hook may make one turn go on (0: the
-	// runtime's default, DefaultMaxStopBlocks).
-	MaxStopBlocks int
 	// Emit receives task events and the subagents' own events. Safe for concurrent use.
 	Emit func(streamjson.Event)
 	// Notify tells the parent that a background turn ended (NotificationsMessage renders

@@ -246,6 +246,7 @@ func (c *controller) runTurn(ctx context.Context, t turn) {
 		<-t.prev
 	}
 	waitErr := t.slots.wait(ctx, t.ticket)
+	var row Row
 	var info TurnInfo
 	// The turns of one kind start, and say so, in the order they got their slots.
 	t.slots.inOrder(t.ticket, func() {
@@ -256,7 +257,7 @@ func (c *controller) runTurn(ctx context.Context, t turn) {
 		}
 		c.cur = &turnState{n: t.n, continuation: t.continuation, toolUseID: t.toolUseID, background: t.background,
 			start: c.env.cfg.Now(), resident: c.resident}
-		row := c.row
+		row = c.row
 		info = c.turnInfoLocked()
 		c.mu.Unlock()
 		if started {
@@ -272,7 +273,7 @@ func (c *controller) runTurn(ctx context.Context, t turn) {
 
 	ctx = llm.WithTaskID(ctx, string(c.id)) // tells parallel agents of one type apart (cassette)
 	ctx, span := trace.StartTurn(ctx, c.env.cfg.Tracer, trace.TurnInfo{
-		SessionID: c.env.cfg.SessionID, Agent: c.def.Name, TaskID: string(c.id), SubagentType: c.def.Name,
+		SessionID: c.env.cfg.SessionID, Agent: row.SubagentType, TaskID: string(c.id), SubagentType: row.SubagentType,
 		Turn: t.n, Continuation: t.continuation, Caller: t.caller,
 	})
 	res, err := c.execute(ctx, t)
@@ -362,12 +363,11 @@ func (c *controller) newRuntime(tr *store.Transcript, history []llm.Message, roo
 			}
 			return cfg.SubagentTools(def, root)
 		},
-		StopHook:      c.stopHook,
-		MaxSteps:      cfg.MaxSteps,
-		MaxStopBlocks: cfg.MaxStopBlocks,
-		Inbox:         c,
-		Store:         chat,
-		Emit:          cfg.Emit,
+		StopHook: c.stopHook,
+		MaxSteps: cfg.MaxSteps,
+		Inbox:    c,
+		Store:    chat,
+		Emit:     cfg.Emit,
 		Decorate: func(ev streamjson.Event) {
 			switch ev := ev.(type) {
 			case *streamjson.Assistant:
