@@ -94,7 +94,6 @@ func TestOptionsDefaults(t *testing.T) {
 		InputFormat:      "text",
 		OutputFormat:     "text",
 		ModelName:        defaultOpenAIModel,
-		MaxTurns:         100,
 		ApprovalMode:     "default",
 		BackgroundOnExit: "wait",
 		CWD:              p.cwd,
@@ -104,6 +103,7 @@ func TestOptionsDefaults(t *testing.T) {
 		MaxBackground:    4,
 		MaxQueued:        1000,
 		MaxForeground:    8,
+		MaxTurns:         100,
 		MaxRetained:      100,
 		BackgroundAgents: true,
 	}

@@ -15,8 +15,9 @@ import (
 	"github.com/stoke-cli/stoke/streamjson"
 )
 
-// DefaultMaxTurns is --max-turns unless set: a model that keeps calling tools ends with
-// error_max_turns instead of running unbounded.
+// DefaultMaxTurns is --max-turns unless set (Options.MaxTurns caps the model calls of one
+// parent turn: a prompt, or a turn taken to read notifications): a model that keeps
+// calling tools ends with error_max_turns instead of running unbounded.
 const DefaultMaxTurns = 100
 
 // Output formats.
@@ -50,8 +51,7 @@ type Options struct {
 	Model llm.Model
 	// ModelName is reported in init and assistant events.
 	ModelName string
-	// MaxTurns caps parent model calls per parent turn (a prompt, or a turn taken to read
-	// notifications); 0 means no cap. cmd defaults it to DefaultMaxTurns.
+	// MaxTurns caps parent model calls; 0 means no cap.
 	MaxTurns int
 	// Timeout bounds the whole run; 0 means none.
 	Timeout time.Duration
