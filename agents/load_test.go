@@ -199,8 +199,9 @@ func TestQueuedTasksStopSendCancel(t *testing.T) {
 	if n := h.notifications(stopped); len(n) != 1 || n[0].Status != streamjson.StatusStopped || len(h.started(stopped)) != 1 {
 		t.Fatalf("stopped queued task: started %v, notifications %v", h.started(stopped), n)
 	}
-	if res := h.send(messaged, "the extra detail"); res.Continuation != "queued" {
-		t.Fatalf("send to a queued task = %+v", res)
+	if res := h.call(h.ctx(), ToolSendMessage, map[string]any{"task_id": string(messaged), "message": "the extra detail"}); res.IsError ||
+		!strings.Contains(res.Content, "the agent waits for a slot; it reads your message once it runs") {
+		t.Fatalf("send_message to a queued task = %+v", res)
 	}
 	close(g.release)
 	h.collect(holder)

@@ -171,6 +171,9 @@ func (t sendMessageTool) Run(ctx context.Context, call tools.Call) tools.Result 
 	}
 	switch res.Continuation {
 	case "queued":
+		if res.Row.Status == StatusQueued {
+			return tools.Result{Content: fmt.Sprintf("task_id: %s\nqueued: the agent waits for a slot; it reads your message once it runs, between its tool rounds.", id)}
+		}
 		return tools.Result{Content: fmt.Sprintf("task_id: %s\nqueued: the agent is running; it reads your message between its tool rounds.", id)}
 	case "resident":
 		return tools.Result{Content: fmt.Sprintf("task_id: %s\ncontinued on its resident runtime as turn %d%s; the reply arrives as a <task-notification>.", id, res.Row.Turn, wait)}
