@@ -155,15 +155,22 @@ func TestHundredBackgroundLaunches(t *testing.T) {
 			t.Fatalf("tool result %d = %q, want %q", i, r.Get("content").String(), want)
 		}
 	}
-	list := exec.Command(bin, "agents", "list", "--json")
+	if n, listed := listedWith(t, dir, home, "completed"); n != 100 {
+		t.Fatalf("agents list shows %d completed, want 100:\n%s", n, listed)
+	}
+}
+
+// listedWith runs `stoke agents list --json` (more args after) in dir and counts the
+// agents it lists with status.
+func listedWith(t *testing.T, dir, home, status string, args ...string) (int, []byte) {
+	t.Helper()
+	list := exec.Command(filepath.Join(h.binDir, "stoke"+exeSuffix()), append([]string{"agents", "list", "--json"}, args...)...)
 	list.Dir, list.Env = dir, stokeEnv("STOKE_HOME="+home)
 	listed, err := list.Output()
 	if err != nil {
 		t.Fatalf("agents list: %v", err)
 	}
-	if n := strings.Count(string(listed), `"status": "completed"`); n != 100 {
-		t.Fatalf("agents list shows %d completed, want 100:\n%s", n, listed)
-	}
+	return strings.Count(string(listed), `"status": "`+status+`"`), listed
 }
 
 // Issue 12: queued agents are on disk as queued (stoke agents list); after a kill, a
@@ -190,13 +197,7 @@ func TestQueuedAgentsKilledAndResumed(t *testing.T) {
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() && !strings.Contains(sc.Text(), "queued: position 5 in the queue") {
 	}
-	list := exec.Command(bin, "agents", "list", "--session", sid, "--json")
-	list.Dir, list.Env = dir, stokeEnv("STOKE_HOME="+home)
-	listed, err := list.Output()
-	if err != nil {
-		t.Fatalf("agents list: %v", err)
-	}
-	if n := strings.Count(string(listed), `"status": "queued"`); n != 5 {
+	if n, listed := listedWith(t, dir, home, "queued", "--session", sid); n != 5 {
 		t.Fatalf("agents list shows %d queued, want 5:\n%s", n, listed)
 	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
