@@ -23,18 +23,26 @@ type RegistryConfig struct {
 	Model     llm.Model
 	ModelName string
 	Catalog   Catalog
-	// MaxBackground caps running background tasks (default 4).
+	// MaxBackground caps running background turns: launches and continuations (default 4).
+	// Over it, they wait in a FIFO queue.
 	MaxBackground int
+	// MaxQueued bounds that queue (default 1000); a launch or continuation past it fails.
+	MaxQueued int
+	// MaxForeground caps running foreground launches (default 8); the others wait their
+	// turn, in the order the model wrote the calls.
+	MaxForeground int
 	// MaxRetained caps settled rows (default 100).
 	MaxRetained int
 	// BackgroundAgents enables run_in_background.
 	BackgroundAgents bool
-	// MaxSteps caps model calls per subagent turn (0: none).
+	// MaxSteps caps model calls per subagent turn (0: none). A SubagentStop hook may make
+	// one turn go on at most DefaultMaxStopBlocks times.
 	MaxSteps int
 	// Emit receives task events and the subagents' own events. Safe for concurrent use.
 	Emit func(streamjson.Event)
-	// Notify delivers a <task-notification> message to the parent. Safe for concurrent use.
-	Notify func(llm.Message)
+	// Notify tells the parent that a background turn ended (NotificationsMessage renders
+	// it). Safe for concurrent use.
+	Notify func(Notification)
 	// SubagentTools returns the tool set prepared for a new runtime of def, working in root
 	// (a worktree) or, when root is empty, in the session's working directory.
 	SubagentTools func(def Definition, root string) *tools.Set
@@ -74,8 +82,11 @@ type transcriptStore interface {
 
 // sidecarStore is where a controller persists its row.
 type sidecarStore interface {
-	// WriteSidecar replaces task id's sidecar with data, atomically and durably.
+	// WriteSidecar replaces task id's sidecar with data, atomically; durable once the same
+	// row is synced in the task's transcript and SyncSidecars has returned.
 	WriteSidecar(id string, data []byte) error
+	// SyncSidecars makes the sidecars written so far durable under their names.
+	SyncSidecars() error
 	// Rel makes a path inside the session directory relative to it.
 	Rel(path string) string
 }
@@ -83,12 +94,20 @@ type sidecarStore interface {
 // Defaults of a Registry.
 const (
 	DefaultMaxBackground = 4
+	DefaultMaxQueued     = 1000
+	DefaultMaxForeground = 8
 	DefaultMaxRetained   = 100
 )
 
 func withRegistryDefaults(cfg RegistryConfig) RegistryConfig {
 	if cfg.MaxBackground <= 0 {
 		cfg.MaxBackground = DefaultMaxBackground
+	}
+	if cfg.MaxQueued <= 0 {
+		cfg.MaxQueued = DefaultMaxQueued
+	}
+	if cfg.MaxForeground <= 0 {
+		cfg.MaxForeground = DefaultMaxForeground
 	}
 	if cfg.MaxRetained <= 0 {
 		cfg.MaxRetained = DefaultMaxRetained
@@ -97,7 +116,7 @@ func withRegistryDefaults(cfg RegistryConfig) RegistryConfig {
 		cfg.Emit = func(streamjson.Event) {}
 	}
 	if cfg.Notify == nil {
-		cfg.Notify = func(llm.Message) {}
+		cfg.Notify = func(Notification) {}
 	}
 	if cfg.NewRuntime == nil {
 		cfg.NewRuntime = NewRuntime

@@ -37,53 +37,91 @@ func taskIDOf(t *testing.T, res tools.Result) TaskID {
 	return id
 }
 
-// Seed 003: a parent may have at most MaxBackground running background agents; the next
-// launch fails with ErrNoSlot and the task tool tells the model to collect or wait.
+// Seed 003, issue 12: a parent runs at most MaxBackground background turns; over the cap
+// launches and continuations wait in a FIFO queue (queued, with their position), and past
+// MaxQueued they fail with ErrNoSlot, the task tool telling the model to collect or wait.
 func TestBackgroundCap(t *testing.T) {
 	t.Parallel()
 	g := newGate("", "done")
 	h := newHarness(t, func(ctx context.Context, req llm.Request, yield func(llm.Event, error) bool) {
-		if req.Messages[0].Text() == "quick" {
+		if strings.HasPrefix(req.Messages[0].Text(), "quick") && len(req.Messages) == 1 {
 			answer(yield, "quick done")
 			return
 		}
 		g.gen(ctx, req, yield)
-	})
+	}, func(c *RegistryConfig) { c.MaxQueued = 2 })
 	// A completed task does not hold a slot.
-	quick := h.launchBG("quick")
+	quick, quick2 := h.launchBG("quick"), h.launchBG("quick2")
 	h.collect(quick)
+	h.collect(quick2)
 	for range 4 {
 		h.launchBG("work")
+		g.wait(t)
 	}
-	// Continuing a completed task needs a slot too; without one the row stays completed
-	// and resident.
+	// Continuing a completed task needs a slot too: without one it waits in line.
 	res := h.call(h.ctx(), ToolSendMessage, map[string]any{"task_id": string(quick), "message": "more"})
-	if !res.IsError || !strings.Contains(res.Content, "no free background slot") || !strings.Contains(res.Content, "wait for one to finish") {
-		t.Fatalf("send_message without a slot = %+v", res)
+	if res.IsError || !strings.Contains(res.Content, "as turn 2; it waits for a background slot (position 1 in the queue)") {
+		t.Fatalf("send_message over the cap = %+v", res)
 	}
-	if row, _ := h.reg.Get(quick); row.Status != StatusCompleted || row.Turn != 1 || !h.reg.Resident(quick) {
-		t.Fatalf("row after a refused send = %+v", row)
-	}
-	_, err := h.reg.Launch(h.ctx(), LaunchRequest{Prompt: "fifth", Background: true})
-	if !errors.Is(err, ErrNoSlot) {
-		t.Fatalf("fifth launch: err = %v, want ErrNoSlot", err)
+	if row, _ := h.reg.Get(quick); row.Status != StatusQueued || row.Turn != 2 {
+		t.Fatalf("row of the queued continuation = %+v", row)
 	}
 	res = h.call(h.ctx(), ToolTask, map[string]any{"description": "d", "prompt": "fifth", "run_in_background": true})
+	if res.IsError || !strings.Contains(res.Content, "queued: position 2 in the queue") {
+		t.Fatalf("task tool result over the cap = %+v", res)
+	}
+	fifth := TaskID(strings.TrimPrefix(strings.SplitN(res.Content, "\n", 2)[0], "task_id: "))
+	list := h.call(h.ctx(), ToolListAgents, map[string]any{}).Content
+	for _, id := range []TaskID{quick, fifth} {
+		if !strings.Contains(list, `"task_id":"`+string(id)+`","description":"`) || strings.Count(list, `"status":"queued"`) != 2 {
+			t.Fatalf("list_agents does not show %s queued: %s", id, list)
+		}
+	}
+	// The queue is full: the next launch fails, and a continuation leaves its row as it was.
+	_, err := h.reg.Launch(h.ctx(), LaunchRequest{Prompt: "sixth", Background: true})
+	if !errors.Is(err, ErrNoSlot) || !strings.Contains(err.Error(), "4 background agents are running and 2 are queued") {
+		t.Fatalf("launch past the queue: err = %v, want ErrNoSlot", err)
+	}
+	res = h.call(h.ctx(), ToolTask, map[string]any{"description": "d", "prompt": "sixth", "run_in_background": true})
 	if !res.IsError || !strings.Contains(res.Content, "Collect one with task(task_id)") || !strings.Contains(res.Content, "wait") {
-		t.Fatalf("task tool result = %+v", res)
+		t.Fatalf("task tool result past the queue = %+v", res)
 	}
-	if n := h.runtimeCount(); n != 5 {
-		t.Fatalf("constructed %d runtimes, want 5", n)
+	res = h.call(h.ctx(), ToolSendMessage, map[string]any{"task_id": string(quick2), "message": "more"})
+	if !res.IsError || !strings.Contains(res.Content, "no free background slot") || !strings.Contains(res.Content, "wait for one to finish") {
+		t.Fatalf("send_message past the queue = %+v", res)
 	}
-	if n := len(h.reg.List()); n != 5 {
-		t.Fatalf("%d rows, want 5", n)
+	if row, _ := h.reg.Get(quick2); row.Status != StatusCompleted || row.Turn != 1 || !h.reg.Resident(quick2) {
+		t.Fatalf("row after a refused send = %+v", row)
+	}
+	if n := len(h.reg.List()); n != 7 {
+		t.Fatalf("%d rows, want 7", n)
+	}
+	if len(h.started(fifth)) != 0 || len(h.started(quick)) != 1 {
+		t.Fatalf("a queued turn started before its slot: %v %v", h.started(fifth), h.started(quick))
 	}
 	close(g.release)
 	if err := h.reg.Wait(h.ctx()); err != nil {
 		t.Fatal(err)
 	}
+	// Queued turns ran in the order they were queued, each announced as it started.
+	var order []string
+	h.mu.Lock()
+	for _, ev := range h.events {
+		if s, ok := ev.(*streamjson.TaskStarted); ok && (s.TaskID == string(quick) && s.Turn == 2 || s.TaskID == string(fifth)) {
+			order = append(order, s.TaskID)
+		}
+	}
+	h.mu.Unlock()
+	if len(order) != 2 || order[0] != string(quick) || order[1] != string(fifth) {
+		t.Fatalf("queued turns started in order %v, want %s then %s", order, quick, fifth)
+	}
+	for _, id := range []TaskID{quick, fifth} {
+		if row := h.collect(id); row.Status != StatusCompleted {
+			t.Fatalf("queued task %s ended %+v", id, row)
+		}
+	}
 	// A slot is free again.
-	h.collect(h.launchBG("sixth"))
+	h.collect(h.launchBG("seventh"))
 }
 
 // Seed 003: a launch on an already-cancelled context fails and never prompts the model.

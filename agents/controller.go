@@ -86,13 +86,17 @@ type turn struct {
 	done, prev, finished chan struct{}
 	seq                  int
 	cancel               context.CancelCauseFunc
+	// ticket is the turn's claim on a slot of slots (the caps): it runs once the slot is
+	// its, and gives it back when its outcome is recorded.
+	slots  *slots
+	ticket *slotTicket
 }
 
-// newController returns the controller of row. A running row gets an open done channel
-// (its first turn is about to be scheduled); any other a closed one.
+// newController returns the controller of row. A running or queued row gets an open done
+// channel (its first turn is about to be scheduled); any other a closed one.
 func newController(env *taskEnv, def Definition, row Row, resident bool) *controller {
 	c := &controller{id: row.TaskID, def: def, env: env, row: row, resident: resident, done: make(chan struct{})}
-	if row.Status == StatusRunning {
+	if row.Status.Active() {
 		c.lives = 1
 	} else {
 		close(c.done)
@@ -121,11 +125,11 @@ func (c *controller) isResident() bool {
 	return c.rt != nil && !c.closed
 }
 
-// enqueue queues msg into the running turn; false when the task is not running.
+// enqueue queues msg into the running (or queued) turn; false when the task has none.
 func (c *controller) enqueue(msg llm.Message) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.row.Status != StatusRunning {
+	if !c.row.Status.Active() {
 		return false
 	}
 	c.queue = append(c.queue, msg)
@@ -210,10 +214,11 @@ func (c *controller) schedule(parent context.Context, t turn) (context.Context, 
 	return ctx, t
 }
 
-// continueTurn moves a completed or paused row into its next turn, with message as the
-// instruction, and returns the turn and how it continues: on the resident runtime, or
-// revived from the transcript. Call under the registry's lock, after continuable.
-func (c *controller) continueTurn(now time.Time, message, toolUseID string) (turn, string) {
+// continueTurn moves a completed or paused row into its next turn (queued: waiting for a
+// slot), with message as the instruction, and returns the turn and how it continues: on
+// the resident runtime, or revived from the transcript. Call under the registry's lock,
+// after continuable.
+func (c *controller) continueTurn(now time.Time, message, toolUseID string, queued bool) (turn, string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	kind := streamjson.ContinuationResident
@@ -224,28 +229,48 @@ func (c *controller) continueTurn(now time.Time, message, toolUseID string) (tur
 		c.lives++
 		c.resident = c.def.Resident()
 	}
-	c.row.continueTurn(now, toolUseID)
+	c.row.continueTurn(now, toolUseID, queued)
 	c.done = make(chan struct{})
 	msg := llm.UserText(message)
 	return turn{n: c.row.Turn, instruction: message, msg: &msg, toolUseID: toolUseID, continuation: kind, background: true}, kind
 }
 
-// runTurn runs one turn to its end: task_started, the runtime's Execute, the recorded
-// outcome, the notification. It returns once the turn has settled.
+// runTurn runs one turn to its end: its slot (a queued turn waits for it), task_started,
+// the runtime's Execute, the recorded outcome, the notification. It returns once the turn
+// has settled. A turn stopped while it waited for its slot never runs: it starts and
+// ends cancelled at once.
 func (c *controller) runTurn(ctx context.Context, t turn) {
 	defer close(t.finished)
 	defer t.cancel(nil)
+	defer t.slots.release(t.ticket)
 	if t.prev != nil {
 		<-t.prev
 	}
-	c.mu.Lock()
-	c.cur = &turnState{n: t.n, continuation: t.continuation, toolUseID: t.toolUseID, background: t.background,
-		start: c.env.cfg.Now(), resident: c.resident}
-	row := c.row
-	info := c.turnInfoLocked()
-	c.mu.Unlock()
+	waitErr := t.slots.wait(ctx, t.ticket)
+	var row Row
+	var info TurnInfo
+	// The turns of one kind start, and say so, in the order they got their slots.
+	t.slots.inOrder(t.ticket, func() {
+		c.mu.Lock()
+		started := c.row.Status == StatusQueued && waitErr == nil
+		if started {
+			c.row.start(c.env.cfg.Now().UTC())
+		}
+		c.cur = &turnState{n: t.n, continuation: t.continuation, toolUseID: t.toolUseID, background: t.background,
+			start: c.env.cfg.Now(), resident: c.resident}
+		row = c.row
+		info = c.turnInfoLocked()
+		c.mu.Unlock()
+		if started {
+			c.persist()
+		}
+		c.env.cfg.Emit(taskStarted(row, t))
+	})
+	if waitErr != nil {
+		c.finish(t, TurnResult{Reason: ReasonCancelled, Err: waitErr})
+		return
+	}
 	c.env.lifecycle.TurnStarted(ctx, info)
-	c.env.cfg.Emit(taskStarted(row, t))
 
 	ctx = llm.WithTaskID(ctx, string(c.id)) // tells parallel agents of one type apart (cassette)
 	ctx, span := trace.StartTurn(ctx, c.env.cfg.Tracer, trace.TurnInfo{
@@ -331,7 +356,7 @@ func (c *controller) newRuntime(tr *store.Transcript, history []llm.Message, roo
 	}
 	var chat ChatStore
 	if tr != nil {
-		chat = tr
+		chat = boundarySynced{tr}
 	}
 	c.mu.Lock()
 	toolUseID, description := c.row.ToolUseID, c.row.Description
@@ -368,6 +393,13 @@ func (c *controller) newRuntime(tr *store.Transcript, history []llm.Message, roo
 		Tracer:      cfg.Tracer,
 	})
 }
+
+// boundarySynced is a task's transcript as its runtime writes it: the runtime's own sync
+// at the end of a turn is left out, for every turn ends at a boundary (Settle or finish)
+// that syncs the transcript with the turn's end record in it.
+type boundarySynced struct{ *store.Transcript }
+
+func (boundarySynced) Sync() error { return nil }
 
 // stopHook is the runtime's StopHook: the lifecycle may make the agent go on.
 func (c *controller) stopHook(ctx context.Context, final string, active bool) string {
@@ -412,18 +444,9 @@ func (c *controller) Drain() []llm.Message {
 }
 
 // Settle implements Inbox: atomically, it claims queued input or commits the turn's
-// completion (the running→completed transition).
+// completion (the running→completed transition), which is durable (boundary) before
+// Settle returns and anything announces it.
 func (c *controller) Settle(final string) []llm.Message {
-	// Persist the chat first (outside the lock), so the completed row always has its
-	// history on disk.
-	c.mu.Lock()
-	tr := c.tr
-	c.mu.Unlock()
-	if tr != nil {
-		if err := tr.Sync(); err != nil {
-			c.env.cfg.Logger.Warn("sync transcript", "task_id", c.id, "err", err)
-		}
-	}
 	c.mu.Lock()
 	if q := c.queue; len(q) > 0 {
 		c.queue = nil
@@ -435,15 +458,47 @@ func (c *controller) Settle(final string) []llm.Message {
 		return nil // the turn is being cancelled; finish records it
 	}
 	c.row.complete(c.env.cfg.Now().UTC(), final)
-	if c.tr != nil {
-		_ = c.tr.Write(store.Record{Type: store.RecordTurn, Turn: c.row.Turn, Status: string(StatusCompleted), Summary: final})
+	tr := c.tr
+	if tr != nil {
+		_ = tr.Write(c.turnRecordLocked(c.row.Turn, final))
 	}
 	if c.cur != nil {
 		c.cur.committed, c.cur.row = true, c.row
 	}
 	c.mu.Unlock()
-	c.persist()
+	c.boundary(tr)
 	return nil
+}
+
+// turnRecordLocked is the transcript record that ends turn n: its status and summary, and
+// the row as its sidecar holds it (the durable copy of the sidecar). Call with c.mu held.
+func (c *controller) turnRecordLocked(n int, summary string) store.Record {
+	rec := store.Record{Type: store.RecordTurn, Turn: n, Status: string(c.row.Status), Summary: summary}
+	if st := c.env.cfg.Store; st != nil {
+		if data, err := EncodeSidecar(Sidecar{Row: c.row, CWD: c.env.cfg.CWD, Isolation: c.def.Isolation}, st.Rel); err == nil {
+			rec.Row = data
+		}
+	}
+	return rec
+}
+
+// boundary makes the end of a turn durable, in two fsyncs: the transcript (the turn's
+// history and its end record, row included), then — the sidecar replaced meanwhile — the
+// directory that holds the sidecar's new name. A crash of the process loses nothing
+// written; after a crash of the machine, the sidecar is what this boundary wrote, or is
+// rebuilt from the row in the transcript (ReadSidecar).
+func (c *controller) boundary(tr *store.Transcript) {
+	if tr != nil {
+		if err := tr.Sync(); err != nil {
+			c.env.cfg.Logger.Warn("sync transcript", "task_id", c.id, "err", err)
+		}
+	}
+	c.persist()
+	if st := c.env.cfg.Store; st != nil {
+		if err := st.SyncSidecars(); err != nil {
+			c.env.cfg.Logger.Warn("sync sidecars", "task_id", c.id, "err", err)
+		}
+	}
 }
 
 // finish records a turn that did not complete, emits the notification and releases what
@@ -474,11 +529,11 @@ func (c *controller) finish(t turn, res TurnResult) {
 		}
 		c.queue = nil
 		if c.tr != nil {
-			_ = c.tr.Write(store.Record{Type: store.RecordTurn, Turn: t.n, Status: string(c.row.Status), Summary: res.FinalText})
-			_ = c.tr.Sync()
+			_ = c.tr.Write(c.turnRecordLocked(t.n, res.FinalText))
 		}
 		row = c.row
 	}
+	tr := c.tr
 	c.cur = nil
 	if c.seq == t.seq {
 		c.cancel = nil
@@ -490,13 +545,15 @@ func (c *controller) finish(t turn, res TurnResult) {
 	c.mu.Unlock()
 
 	if !completed {
-		c.persist()
+		c.boundary(tr)
 	}
+	// The outcome is recorded: the slot goes to the next turn in line.
+	t.slots.release(t.ticket)
 	c.dispose(rel)
 	n := taskNotification(row, t)
 	cfg.Emit(n)
 	if t.background {
-		cfg.Notify(llm.UserText(NotificationText(row, t.toolUseID, n.Status)))
+		cfg.Notify(Notification{Row: row, ToolUseID: t.toolUseID, Status: n.Status})
 	}
 	c.mu.Lock()
 	if c.row.Turn == t.n {
@@ -515,15 +572,16 @@ func (c *controller) finish(t turn, res TurnResult) {
 }
 
 // endStatusLocked is the status of a turn that did not complete: cancelled when the
-// parent stopped it (task_stop), paused when anything else cut it short (the end of the
-// run: a signal, --timeout, --background-on-exit cancel, shutdown), failed on an error.
-// Call with c.mu held.
+// parent stopped it (task_stop), or when a queued launch is stopped before it ever ran
+// (there is no history to continue); paused when anything else cut it short (the end of
+// the run: a signal, --timeout, --background-on-exit cancel, shutdown); failed on an
+// error. Call with c.mu held.
 func (c *controller) endStatusLocked(res TurnResult) Status {
 	interrupted := res.Reason == ReasonCancelled || c.stopRequested || errors.Is(res.Err, context.Canceled)
 	switch {
 	case !interrupted:
 		return StatusFailed
-	case errors.Is(c.stopCause, ErrStopped):
+	case errors.Is(c.stopCause, ErrStopped), c.row.Status == StatusQueued && c.row.Turn <= 1:
 		return StatusCancelled
 	default:
 		return StatusPaused
@@ -642,13 +700,20 @@ func closeTranscript(tr *store.Transcript) {
 
 // persist writes the row to its sidecar, unless a newer write already happened. Call
 // without mu held, after the transition, before anything announces it.
-func (c *controller) persist() {
+func (c *controller) persist() { c.write(true) }
+
+// flush writes the row to its sidecar if an earlier write failed.
+func (c *controller) flush() { c.write(false) }
+
+func (c *controller) write(changed bool) {
 	st := c.env.cfg.Store
 	if st == nil {
 		return
 	}
 	c.mu.Lock()
-	c.rev++
+	if changed {
+		c.rev++
+	}
 	rev := c.rev
 	sc := Sidecar{Row: c.row, CWD: c.env.cfg.CWD, Isolation: c.def.Isolation}
 	c.mu.Unlock()

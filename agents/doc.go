@@ -7,8 +7,11 @@
 //
 //	runtime.go       Runtime: one chat and its prepared tools; Execute runs one turn (model
 //	                 calls and tool rounds) and asks its Inbox for input between steps
-//	registry.go      Registry: the index of tasks, the caps, Launch Send Collect Stop Wait
-//	                 CancelAll Shutdown Reset
+//	registry.go      Registry: the index of tasks, Launch Send Collect Stop Wait CancelAll
+//	                 Shutdown Reset
+//	slots.go         the caps: slots of foreground and background turns, the FIFO queue of
+//	                 turns waiting for one
+//	callorder.go     the task calls of one reply admitted in the order the model wrote them
 //	config.go        RegistryConfig, its defaults, and TaskStore (what the registry stores with)
 //	row.go           Row, Status, Outcome; the row state machine; the registry's row queries
 //	controller.go    controller: one task — its row, runtime, transcript, worktree, the
@@ -41,15 +44,21 @@
 // Two kinds of lock, always taken in this order:
 //
 //  1. Registry.mu guards the index (tasks), the lifetime context and the closed flag, and
-//     every transition of a row into running: Launch and Send check the caps and start
-//     the turn in one critical section with it, so that Shutdown either waits for the
-//     turn or makes the launch fail, and Stop and CancelAll always reach the turn's
-//     cancel func.
+//     every admission of a turn: Launch and Send take the turn's slot (or its place in the
+//     queue, slots.mu, a leaf lock) and schedule the turn in one critical section with it,
+//     so that Shutdown either waits for the turn or makes the launch fail, and Stop and
+//     CancelAll always reach the turn's cancel func, queued or running.
 //  2. controller.mu guards one task: its row, the messages queued for its running turn,
-//     its runtime and transcript, and the cancel func of its latest turn. The transitions
-//     out of running (complete, end) happen under it alone, so the runtime's callbacks —
-//     the Inbox (Drain, Settle: claim queued messages or commit the completion,
-//     atomically), the stop hook, the progress events — never take Registry.mu.
+//     its runtime and transcript, and the cancel func of its latest turn. The start of a
+//     queued turn (its slot came free) and the transitions out of running (complete, end)
+//     happen under it alone, so the runtime's callbacks — the Inbox (Drain, Settle: claim
+//     queued messages or commit the completion, atomically), the stop hook, the progress
+//     events — never take Registry.mu.
+//
+// A turn waits for its slot on its own goroutine (the caller's, for a foreground launch),
+// holding no lock; it gives the slot back, to the oldest waiter, once its outcome is
+// recorded. The task calls of one parent reply take their slots in call order
+// (callorder.go: each waits, holding no lock, until the calls before it were admitted).
 //
 // Nothing is called while a lock is held except row transitions, transcript writes and
 // cancel funcs: events, notifications, lifecycle calls and hooks run outside both, and a

@@ -9,6 +9,9 @@ var (
 	ErrDisposed = errors.New("agent runtime disposed")
 	// ErrMaxSteps: the turn reached its cap on model calls.
 	ErrMaxSteps = errors.New("reached maximum number of turns")
+	// ErrStopLoop: a Stop or SubagentStop hook blocked one turn from ending more times than
+	// allowed (RuntimeConfig.MaxStopBlocks). The turn ends with ReasonMaxTurns.
+	ErrStopLoop = errors.New("a stop hook kept blocking the agent from stopping")
 	// ErrStopped is the cancel cause of a turn stopped by task_stop.
 	ErrStopped = errors.New("stopped by task_stop")
 	// ErrShutdown is the cancel cause of turns cancelled by registry shutdown or reset.

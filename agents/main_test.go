@@ -162,9 +162,9 @@ func newHarness(t *testing.T, fn genFunc, mod ...func(*RegistryConfig)) *harness
 			h.events = append(h.events, ev)
 			h.mu.Unlock()
 		},
-		Notify: func(m llm.Message) {
+		Notify: func(n Notification) {
 			h.mu.Lock()
-			h.notes = append(h.notes, m)
+			h.notes = append(h.notes, NotificationsMessage([]Notification{n}))
 			h.mu.Unlock()
 		},
 		NewRuntime: func(c RuntimeConfig) *Runtime {
@@ -209,7 +209,7 @@ func (h *harness) launch(req LaunchRequest) Row {
 	if err != nil {
 		h.t.Fatalf("Launch: %v", err)
 	}
-	return row
+	return row.Row
 }
 
 func (h *harness) launchBG(prompt string) TaskID {

@@ -3,6 +3,9 @@ package agents
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
+
+	"github.com/stoke-cli/stoke/agents/llm"
 
 	"github.com/stoke-cli/stoke/streamjson"
 )
@@ -36,15 +39,60 @@ func taskNotification(row Row, t turn) *streamjson.TaskNotification {
 
 func runID(id TaskID, turn int) string { return fmt.Sprintf("%s#%d", id, turn) }
 
-// NotificationText is the <task-notification> message the parent model reads.
+// Notification is the end of a background turn, told to the parent (RegistryConfig.Notify).
+type Notification struct {
+	// Row is the row as the turn left it.
+	Row Row
+	// ToolUseID is the task or send_message call that started the turn.
+	ToolUseID string
+	// Status is streamjson's word for how it ended: completed, failed or stopped.
+	Status string
+}
+
+// The size of what the parent reads of background turns' ends: a result longer than its
+// share is cut, with a pointer to the whole of it (task with the task_id, and the output
+// file). One message shares NotifyResultBytes among its notifications; each result keeps
+// at least NotifyResultMin bytes.
+const (
+	NotifyResultBytes = 64 << 10
+	NotifyResultMin   = 256
+)
+
+const notificationNote = "<note>The same task id notifies again after every continuation. Continue it with send_message.</note>\n"
+
+// NotificationText is the <task-notification> message the parent model reads, its result
+// cut to NotifyResultBytes.
 func NotificationText(row Row, toolUseID, status string) string {
+	return Notification{Row: row, ToolUseID: toolUseID, Status: status}.text(NotifyResultBytes, true)
+}
+
+// NotificationsMessage is the user message that tells the parent of the turns ns ended:
+// one <task-notification> text block each, oldest first, their results sharing
+// NotifyResultBytes (each result keeps at least NotifyResultMin).
+func NotificationsMessage(ns []Notification) llm.Message {
+	m := llm.Message{Role: llm.RoleUser}
+	if len(ns) == 1 {
+		m.Content = []llm.Block{llm.TextBlock(ns[0].text(NotifyResultBytes, true))}
+		return m
+	}
+	share := max(NotifyResultBytes/max(len(ns), 1), NotifyResultMin)
+	for _, n := range ns {
+		m.Content = append(m.Content, llm.TextBlock(n.text(share, false)))
+	}
+	m.Content = append(m.Content, llm.TextBlock(strings.TrimSuffix(notificationNote, "\n")))
+	return m
+}
+
+// text renders n with its result cut to limit bytes; note adds the note on continuing.
+func (n Notification) text(limit int, note bool) string {
+	row := n.Row
 	var b strings.Builder
 	b.WriteString("<task-notification>\n")
 	fmt.Fprintf(&b, "<task-id>%s</task-id>\n", row.TaskID)
-	fmt.Fprintf(&b, "<tool-use-id>%s</tool-use-id>\n", toolUseID)
-	fmt.Fprintf(&b, "<status>%s</status>\n", status)
+	fmt.Fprintf(&b, "<tool-use-id>%s</tool-use-id>\n", n.ToolUseID)
+	fmt.Fprintf(&b, "<status>%s</status>\n", n.Status)
 	fmt.Fprintf(&b, "<turn>%d</turn>\n", row.Turn)
-	summary := fmt.Sprintf("Agent %q (%s) %s turn %d.", row.Description, row.SubagentType, status, row.Turn)
+	summary := fmt.Sprintf("Agent %q (%s) %s turn %d.", row.Description, row.SubagentType, n.Status, row.Turn)
 	switch {
 	case row.Status == StatusPaused:
 		summary += " It was interrupted when the run ended, before it finished; the result holds its partial findings, and send_message continues it."
@@ -59,14 +107,34 @@ func NotificationText(row Row, toolUseID, status string) string {
 	if row.LastOutcome.Worktree != "" {
 		summary += " " + row.LastOutcome.Worktree
 	}
-	if n := row.LastOutcome.Undelivered; n > 0 {
-		summary += fmt.Sprintf(" %d message(s) sent to it with send_message were not delivered.", n)
+	if k := row.LastOutcome.Undelivered; k > 0 {
+		summary += fmt.Sprintf(" %d message(s) sent to it with send_message were not delivered.", k)
 	}
 	fmt.Fprintf(&b, "<summary>%s</summary>\n", summary)
-	fmt.Fprintf(&b, "<result>%s</result>\n", row.LastOutcome.Text)
+	fmt.Fprintf(&b, "<result>%s</result>\n", cutResult(row, limit))
 	u := row.LastOutcome.Usage
 	fmt.Fprintf(&b, "<usage><total_tokens>%d</total_tokens><tool_uses>%d</tool_uses><duration_ms>%d</duration_ms></usage>\n", u.TotalTokens, u.ToolUses, u.DurationMS)
-	b.WriteString("<note>The same task id notifies again after every continuation. Continue it with send_message.</note>\n")
+	if note {
+		b.WriteString(notificationNote)
+	}
 	b.WriteString("</task-notification>")
 	return b.String()
+}
+
+// cutResult is row's result, cut to at most limit bytes (at a character boundary) with a
+// pointer to the whole of it.
+func cutResult(row Row, limit int) string {
+	text := row.LastOutcome.Text
+	if len(text) <= limit {
+		return text
+	}
+	cut := limit
+	for cut > 0 && !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	where := fmt.Sprintf("task with task_id %s", row.TaskID)
+	if row.Transcript != "" {
+		where += ", or the output file " + row.Transcript
+	}
+	return fmt.Sprintf("%s\n[cut: %d more bytes; the whole result: %s]", text[:cut], len(text)-cut, where)
 }

@@ -20,6 +20,9 @@ type Registry struct {
 	env    *taskEnv
 	runner turnRunner
 	wg     sync.WaitGroup // turns scheduled and not yet settled
+	// bg and fg are the slots of background turns (launches and every continuation) and
+	// of foreground launches: the caps, and the turns waiting in line for a slot.
+	bg, fg *slots
 
 	// mu guards the fields below and every transition of a row into running (the caps
 	// count running rows). It is taken before a controller's lock, never after it.
@@ -37,7 +40,8 @@ type Registry struct {
 func NewRegistry(ctx context.Context, cfg RegistryConfig) *Registry {
 	cfg = withRegistryDefaults(cfg)
 	rctx, cancel := context.WithCancelCause(ctx)
-	r := &Registry{cfg: cfg, runner: localRunner{}, parent: ctx, ctx: rctx, cancel: cancel, tasks: make(map[TaskID]*controller)}
+	r := &Registry{cfg: cfg, runner: localRunner{}, parent: ctx, ctx: rctx, cancel: cancel, tasks: make(map[TaskID]*controller),
+		bg: newSlots(cfg.MaxBackground, cfg.MaxQueued), fg: newSlots(cfg.MaxForeground, 0)}
 	hooks := CommandHooks{SessionID: cfg.SessionID, CWD: cfg.CWD, Config: cfg.Hooks, Runner: cfg.HookRunner, Logger: cfg.Logger}
 	r.env = &taskEnv{cfg: &r.cfg, lifecycle: Lifecycles(hooks, cfg.Lifecycle), settled: r.prune}
 	return r
@@ -60,21 +64,33 @@ type LaunchRequest struct {
 	ToolUseID string
 }
 
+// Launched is what Launch did: the task's row, and its place in the queue.
+type Launched struct {
+	Row
+	// Position is the task's place in the queue of its kind when it was launched (1: the
+	// next to start); 0 when it started at once.
+	Position int
+}
+
 // Launch starts a new task. A background launch returns at once; a foreground one runs
 // the turn on the calling goroutine, under ctx (the caller's) and the registry's lifetime,
-// and returns its outcome. A launch racing Shutdown either fails with ErrShutdown or runs
-// a turn that Shutdown waits for. It takes the registry's lock twice, briefly (the cap
-// check with the new row; the start of the turn), never while the turn runs.
-func (r *Registry) Launch(ctx context.Context, req LaunchRequest) (Row, error) {
+// and returns its outcome. A launch over the cap of its kind (MaxBackground,
+// MaxForeground) is queued: its row is queued until a slot frees, the oldest first; a
+// background launch past MaxQueued fails (wrapping ErrNoSlot). The task calls of one reply
+// take their places in the order the model wrote them (callorder.go). A launch racing
+// Shutdown either fails with ErrShutdown or runs a turn that Shutdown waits for. It takes
+// the registry's lock twice, briefly (the slot with the new row; the start of the turn),
+// never while the turn runs or waits.
+func (r *Registry) Launch(ctx context.Context, req LaunchRequest) (Launched, error) {
 	if err := ctx.Err(); err != nil {
-		return Row{}, fmt.Errorf("launch cancelled: %w", context.Cause(ctx))
+		return Launched{}, fmt.Errorf("launch cancelled: %w", context.Cause(ctx))
 	}
 	if req.Background && !r.cfg.BackgroundAgents {
-		return Row{}, ErrBackgroundOff
+		return Launched{}, ErrBackgroundOff
 	}
 	def, err := r.cfg.Catalog.Lookup(req.SubagentType)
 	if err != nil {
-		return Row{}, err
+		return Launched{}, err
 	}
 	id := r.cfg.NewID(req)
 	now := r.cfg.Now().UTC()
@@ -87,33 +103,51 @@ func (r *Registry) Launch(ctx context.Context, req LaunchRequest) (Row, error) {
 	if r.cfg.Store != nil {
 		row.Transcript = r.cfg.Store.TaskTranscript(string(id))
 	}
-	c := newController(r.env, def, row, req.Background && def.Resident())
-	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
-		return Row{}, ErrShutdown
+	sl := r.fg
+	if req.Background {
+		sl = r.bg
 	}
-	if req.Background && r.runningBackgroundLocked() >= r.cfg.MaxBackground {
-		r.mu.Unlock()
-		return Row{}, fmt.Errorf("%w: %d background agents are already running", ErrNoSlot, r.cfg.MaxBackground)
+	var (
+		ticket *slotTicket
+		pos    int
+		c      *controller
+	)
+	inCallOrder(ctx, func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.closed {
+			err = ErrShutdown
+			return
+		}
+		if ticket, pos, err = sl.admit(); err != nil {
+			return
+		}
+		if pos > 0 {
+			row.Status = StatusQueued
+		}
+		c = newController(r.env, def, row, req.Background && def.Resident())
+		r.tasks[id] = c
+	})
+	if err != nil {
+		return Launched{}, err
 	}
-	r.tasks[id] = c
-	r.mu.Unlock()
 	c.persist()
 
 	if err := c.prepare(ctx); err != nil {
+		sl.release(ticket)
 		c.failLaunch(err)
-		return c.snapshot(), err
+		return Launched{Row: c.snapshot()}, err
 	}
 	t := turn{n: 1, instruction: req.Prompt, toolUseID: req.ToolUseID, continuation: streamjson.ContinuationFresh,
-		background: req.Background, caller: trace.SpanContextFrom(ctx)}
+		background: req.Background, caller: trace.SpanContextFrom(ctx), slots: sl, ticket: ticket}
 	// Publish the turn in one critical section with the closed check, so that a
 	// concurrent Shutdown either waits for this turn or makes this launch fail.
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
+		sl.release(ticket)
 		c.failLaunch(ErrShutdown)
-		return c.snapshot(), ErrShutdown
+		return Launched{Row: c.snapshot()}, ErrShutdown
 	}
 	parent := r.ctx
 	if !req.Background {
@@ -129,59 +163,80 @@ func (r *Registry) Launch(ctx context.Context, req LaunchRequest) (Row, error) {
 	r.mu.Unlock()
 	if req.Background {
 		r.runner.start(tctx, c, t, r.wg.Done)
-	} else {
-		r.runner.run(tctx, c, t, r.wg.Done)
+		return Launched{Row: c.snapshot(), Position: pos}, nil
 	}
-	return c.snapshot(), nil
+	r.runner.run(tctx, c, t, r.wg.Done)
+	return Launched{Row: c.snapshot(), Position: pos}, nil
 }
 
 // SendResult says what send_message did.
 type SendResult struct {
 	Row          Row
 	Continuation string // "queued", "resident" or "revived"
+	// Position is the new turn's place in the background queue (1: the next to start); 0
+	// when it started at once or the message went into a running turn.
+	Position int
 }
 
-// Send delivers message to id: queued into a running turn, or a new turn of a completed
-// task (on its resident runtime if there is one, else revived from its transcript),
-// scheduled after the task's previous turn has finished. It never waits for a turn: the
-// check and the transition happen in one critical section of the registry's lock, so a
-// message is queued into exactly one turn or starts exactly one. ctx is the caller's: it
-// is not the new turn's context, only the span its trace links to.
+// Send delivers message to id: queued into a running (or queued) turn, or a new turn of a
+// completed task (on its resident runtime if there is one, else revived from its
+// transcript), scheduled after the task's previous turn has finished. A new turn takes a
+// background slot, or waits for one in the queue; past MaxQueued it fails (wrapping
+// ErrNoSlot) and the row stays as it was. It never waits for a turn: the check and the
+// transition happen in one critical section of the registry's lock, so a message is
+// queued into exactly one turn or starts exactly one. ctx is the caller's: it is not the
+// new turn's context, only the span its trace links to.
 func (r *Registry) Send(ctx context.Context, id TaskID, message, toolUseID string) (SendResult, error) {
-	r.mu.Lock()
-	c, ok := r.tasks[id]
-	if !ok {
-		r.mu.Unlock()
-		return SendResult{}, fmt.Errorf("%w: %s", ErrUnknownTask, id)
+	var (
+		res    SendResult
+		err    error
+		c      *controller
+		t      turn
+		tctx   context.Context
+		ticket *slotTicket
+	)
+	inCallOrder(ctx, func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		var ok bool
+		if c, ok = r.tasks[id]; !ok {
+			err = fmt.Errorf("%w: %s", ErrUnknownTask, id)
+			return
+		}
+		if c.enqueue(llm.UserText("Message from the parent agent while you were working:\n" + message)) {
+			res = SendResult{Row: c.snapshot(), Continuation: "queued"}
+			return
+		}
+		// Not running, and only this lock lets it run again: the checks below hold
+		// until the transition.
+		row := c.snapshot()
+		if err = row.continuable(); err != nil {
+			return
+		}
+		if r.closed {
+			err = ErrShutdown
+			return
+		}
+		var pos int
+		if ticket, pos, err = r.bg.admit(); err != nil {
+			err = fmt.Errorf("%w; wait for one to finish, then send again", err)
+			return
+		}
+		var kind string
+		t, kind = c.continueTurn(r.cfg.Now().UTC(), message, toolUseID, pos > 0)
+		t.caller = trace.SpanContextFrom(ctx)
+		t.slots, t.ticket = r.bg, ticket
+		tctx, t = c.schedule(r.ctx, t)
+		r.wg.Add(1)
+		res = SendResult{Continuation: kind, Position: pos}
+	})
+	if err != nil || ticket == nil {
+		return res, err
 	}
-	if c.enqueue(llm.UserText("Message from the parent agent while you were working:\n" + message)) {
-		r.mu.Unlock()
-		return SendResult{Row: c.snapshot(), Continuation: "queued"}, nil
-	}
-	// Not running, and only this lock lets it run again: the checks below hold until
-	// the transition.
-	row := c.snapshot()
-	if err := row.continuable(); err != nil {
-		r.mu.Unlock()
-		return SendResult{}, err
-	}
-	if r.closed {
-		r.mu.Unlock()
-		return SendResult{}, ErrShutdown
-	}
-	if r.runningBackgroundLocked() >= r.cfg.MaxBackground {
-		r.mu.Unlock()
-		return SendResult{}, fmt.Errorf("%w: %d background agents are already running; wait for one to finish, then send again", ErrNoSlot, r.cfg.MaxBackground)
-	}
-	t, kind := c.continueTurn(r.cfg.Now().UTC(), message, toolUseID)
-	t.caller = trace.SpanContextFrom(ctx)
-	tctx, t := c.schedule(r.ctx, t)
-	r.wg.Add(1)
-	r.mu.Unlock()
-	row = c.snapshot()
+	res.Row = c.snapshot()
 	c.persist()
 	r.runner.start(tctx, c, t, r.wg.Done)
-	return SendResult{Row: row, Continuation: kind}, nil
+	return res, nil
 }
 
 // Collect returns the recorded outcome of id's latest turn, waiting (under ctx) until it
@@ -209,8 +264,9 @@ func (r *Registry) Collect(ctx context.Context, id TaskID, noWait bool) (Row, er
 	return c.snapshot(), nil
 }
 
-// Stop cancels id's running turn; its partial findings are kept. It does not wait; under
-// the registry's lock, it reaches the latest scheduled turn, even one not started yet.
+// Stop cancels id's running turn; its partial findings are kept. A queued turn leaves the
+// queue and ends cancelled without having run. It does not wait; under the registry's
+// lock, it reaches the latest scheduled turn, even one not started yet.
 func (r *Registry) Stop(id TaskID) (Row, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -219,15 +275,15 @@ func (r *Registry) Stop(id TaskID) (Row, error) {
 		return Row{}, fmt.Errorf("%w: %s", ErrUnknownTask, id)
 	}
 	row := c.snapshot()
-	if row.Status != StatusRunning {
+	if !row.Status.Active() {
 		return row, fmt.Errorf("%w: task %s is %s, not running", ErrNotContinuable, id, row.Status)
 	}
 	c.stop(ErrStopped)
 	return row, nil
 }
 
-// CancelAll cancels every running turn with cause; their partial findings are kept. It
-// does not wait.
+// CancelAll cancels every running and queued turn with cause; their partial findings are
+// kept. It does not wait.
 func (r *Registry) CancelAll(cause error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -281,6 +337,10 @@ func (r *Registry) Shutdown() {
 	r.wg.Wait()
 	for _, c := range r.controllers() {
 		c.close()
+		c.flush() // a sidecar write that failed (a full disk) is tried once more
+	}
+	if st := r.cfg.Store; st != nil {
+		_ = st.SyncSidecars()
 	}
 }
 

@@ -23,14 +23,14 @@ type RosterOptions struct {
 }
 
 // LoadRoster reads the sidecars of session sess and returns the rows a resume restores:
-// running and paused rows (they come back paused), and completed and failed rows that
-// were launched in the background, newest first up to MaxCompleted. Sidecars of another
-// session, of foreground launches, of tasks stopped with task_stop or whose launch
-// failed are left out; corrupt ones are skipped with a warning. A row that cannot be
-// continued comes back with a BlockedReason (listed, but not continuable): its transcript
-// path leads outside the session directory, the transcript is missing, unreadable,
-// belongs to another task or holds no history, it was worktree-isolated, or its cwd
-// differs from the session's.
+// running, queued and paused rows (they come back paused), and completed and failed
+// rows that were launched in the background, newest first up to MaxCompleted. Sidecars of
+// another session, of foreground launches, of tasks stopped with task_stop or whose
+// launch failed are left out; corrupt ones are skipped with a warning. A row that cannot
+// be continued comes back with a BlockedReason (listed, but not continuable): its
+// transcript path leads outside the session directory, the transcript is missing,
+// unreadable, belongs to another task or holds no history, it was worktree-isolated, or
+// its cwd differs from the session's.
 func LoadRoster(sess *store.Session, o RosterOptions) (rows []Row, warnings []string, err error) {
 	names, err := sess.SidecarNames()
 	if err != nil {
@@ -48,7 +48,7 @@ func LoadRoster(sess *store.Session, o RosterOptions) (rows []Row, warnings []st
 			continue
 		}
 		switch {
-		case s.Status == StatusRunning || s.Status == StatusPaused:
+		case s.Status.Active() || s.Status == StatusPaused:
 			running = append(running, s)
 		case s.Status == StatusFailed && s.BlockedReason != "":
 			// A launch that failed before it started: nothing to continue.
@@ -78,6 +78,8 @@ func blockedReason(sess *store.Session, s Sidecar, o RosterOptions) string {
 		return "it ran in a temporary git worktree that no longer exists"
 	case o.CWD != "" && s.CWD != "" && filepath.Clean(s.CWD) != filepath.Clean(o.CWD):
 		return fmt.Sprintf("it ran in %s, not in this session's working directory %s (to move a session, use stoke sessions export and import)", s.CWD, o.CWD)
+	case row.Status == StatusQueued && row.Turn <= 1:
+		return "it was queued and never started; launch it again"
 	case row.Transcript == "":
 		return "it has no transcript"
 	}

@@ -185,7 +185,11 @@ func (r *recorder) emit(ev streamjson.Event) {
 	r.events = append(r.events, ev)
 	r.mu.Unlock()
 }
-func (r *recorder) notify(m llm.Message) { r.mu.Lock(); r.notes = append(r.notes, m); r.mu.Unlock() }
+func (r *recorder) notify(n Notification) {
+	r.mu.Lock()
+	r.notes = append(r.notes, NotificationsMessage([]Notification{n}))
+	r.mu.Unlock()
+}
 func (r *recorder) notifications() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -23,6 +23,8 @@ import (
 type Status string
 
 const (
+	// StatusQueued: the turn waits for a slot (over --max-background or --max-foreground).
+	StatusQueued    Status = "queued"
 	StatusRunning   Status = "running"
 	StatusCompleted Status = "completed"
 	StatusFailed    Status = "failed"
@@ -30,13 +32,16 @@ const (
 	StatusPaused    Status = "paused"
 )
 
+// Active reports whether a turn is running or waits for its slot.
+func (s Status) Active() bool { return s == StatusRunning || s == StatusQueued }
+
 // Terminal reports whether no turn is running or pending.
-func (s Status) Terminal() bool { return s != StatusRunning }
+func (s Status) Terminal() bool { return !s.Active() }
 
 // known reports whether s is one of the statuses above.
 func (s Status) known() bool {
 	switch s {
-	case StatusRunning, StatusCompleted, StatusFailed, StatusCancelled, StatusPaused:
+	case StatusQueued, StatusRunning, StatusCompleted, StatusFailed, StatusCancelled, StatusPaused:
 		return true
 	}
 	return false
@@ -81,16 +86,19 @@ type Row struct {
 
 // The row state machine. Every change of a row's status is one of these methods:
 //
-//	(launch)  ─────────────► running
-//	running   ─complete────► completed ─continueTurn─► running (turn+1)
-//	running   ─end─────────► failed | paused ─continueTurn─► running (turn+1)
+//	(launch)  ─────────────► running | queued (no free slot: it waits in line)
+//	queued    ─start───────► running
+//	running   ─complete────► completed ─continueTurn─► running | queued (turn+1)
+//	running   ─end─────────► failed | paused ─continueTurn─► running | queued (turn+1)
 //	running   ─end─────────► cancelled            (task_stop: never continued)
-//	(restore) ─────────────► completed | failed | paused ─continueTurn─► running (turn+1)
+//	queued    ─end─────────► cancelled            (stopped before it started)
+//	(restore) ─────────────► completed | failed | paused ─continueTurn─► running | queued (turn+1)
 //	running   ─failLaunch──► failed, blocked      (before the first turn ran)
 //
-// A transition into running happens only under the registry's lock (it counts against
-// the caps); the others under the task controller's. The methods only change the row:
-// persisting and announcing it is the caller's.
+// A launch and a continuation take their slot (or their place in the queue) under the
+// registry's lock; a queued row starts, and the other transitions happen, under the task
+// controller's. The methods only change the row: persisting and announcing it is the
+// caller's.
 
 // complete records a turn that ended with its final answer.
 func (r *Row) complete(now time.Time, final string) {
@@ -138,28 +146,40 @@ func (r *Row) continuable() error {
 	return nil
 }
 
-// continueTurn starts the next turn of a completed, failed or paused row.
-func (r *Row) continueTurn(now time.Time, toolUseID string) {
+// start moves a queued row to running: its turn got its slot.
+func (r *Row) start(now time.Time) {
+	r.Status, r.UpdatedAt = StatusRunning, now
+}
+
+// continueTurn starts the next turn of a completed, failed or paused row; queued says it
+// waits for a slot.
+func (r *Row) continueTurn(now time.Time, toolUseID string, queued bool) {
 	r.Status, r.Turn, r.UpdatedAt = StatusRunning, r.Turn+1, now
+	if queued {
+		r.Status = StatusQueued
+	}
 	r.Notified, r.Interrupted = false, false
 	if r.ToolUseID == "" {
 		r.ToolUseID = toolUseID
 	}
 }
 
-// countsAsBackground reports whether a running row takes a background slot: a background
-// launch, or any continuation (continuations always run in the background).
-func (r *Row) countsAsBackground() bool {
-	return r.Status == StatusRunning && (r.Backgrounded || r.Turn > 1)
-}
-
 // restored returns the row as a resume brings it back: completed and failed rows stay
 // as they were, running ones come back paused (their process ended mid-turn), all
 // already notified in the registry (a notification the parent never read is delivered
-// with the first prompt: UnreadNotifications).
+// with the first prompt: UnreadNotifications). A queued continuation comes back paused
+// at the turn it had finished (its instruction never ran); a queued launch never ran at
+// all, so there is nothing to continue.
 func (r Row) restored() (Row, error) {
 	switch r.Status {
 	case StatusCompleted, StatusFailed:
+	case StatusQueued:
+		r.Status = StatusPaused
+		if r.Turn > 1 {
+			r.Turn--
+		} else if r.BlockedReason == "" {
+			r.BlockedReason = "it was queued and never started; launch it again"
+		}
 	case StatusRunning, StatusPaused:
 		r.Status = StatusPaused
 		r.Interrupted = true
@@ -224,11 +244,11 @@ func (r *Registry) List() []Row {
 	return out
 }
 
-// Running reports how many turns are running or scheduled. Safe for concurrent use.
+// Running reports how many turns are running, scheduled or queued. Safe for concurrent use.
 func (r *Registry) Running() int {
 	n := 0
 	for _, row := range r.rows() {
-		if row.Status == StatusRunning {
+		if row.Status.Active() {
 			n++
 		}
 	}
@@ -240,18 +260,7 @@ func (r *Registry) Running() int {
 func (r *Registry) Unsettled() int {
 	n := 0
 	for _, row := range r.rows() {
-		if row.Status == StatusRunning || !row.Notified {
-			n++
-		}
-	}
-	return n
-}
-
-// runningBackgroundLocked counts the rows that take a background slot. Call with r.mu held.
-func (r *Registry) runningBackgroundLocked() int {
-	n := 0
-	for _, c := range r.tasks {
-		if row := c.snapshot(); row.countsAsBackground() {
+		if row.Status.Active() || !row.Notified {
 			n++
 		}
 	}

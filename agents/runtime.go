@@ -26,6 +26,12 @@ const (
 	ReasonCancelled = "cancelled"
 )
 
+// DefaultMaxStopBlocks is how many times in one turn a Stop or SubagentStop hook may make
+// an agent go on before the turn ends with ReasonMaxTurns (a hook that always blocks
+// would otherwise loop forever; a hook should let the agent stop once stop_hook_active
+// is true).
+const DefaultMaxStopBlocks = 8
+
 // Stats are the statistics of one instruction. They reset for each new instruction and add
 // up across internal retries of the same instruction.
 type Stats struct {
@@ -93,6 +99,9 @@ type RuntimeConfig struct {
 	// calls). A non-empty answer is appended as a user message and the turn goes on;
 	// active tells whether the hook already made this turn go on once.
 	StopHook func(ctx context.Context, final string, active bool) (goOn string)
+	// MaxStopBlocks caps how many times StopHook may make one turn go on; the turn then
+	// ends with ReasonMaxTurns. 0 means DefaultMaxStopBlocks; negative, no cap.
+	MaxStopBlocks int
 	// Tracer records a span per model call and per tool call; nil records nothing.
 	Tracer trace.Tracer
 	// OnModelEvent, when set, sees every event of every model call as it streams (text
@@ -133,6 +142,9 @@ func NewRuntime(cfg RuntimeConfig) *Runtime {
 	}
 	if cfg.ModelName == "" && cfg.Model != nil {
 		cfg.ModelName = cfg.Model.Name()
+	}
+	if cfg.MaxStopBlocks == 0 {
+		cfg.MaxStopBlocks = DefaultMaxStopBlocks
 	}
 	return &Runtime{cfg: cfg}
 }
@@ -191,7 +203,7 @@ func (r *Runtime) loop(ctx context.Context, instruction llm.Message) TurnResult 
 	if err := r.add(instruction); err != nil {
 		return finish(ReasonError, err)
 	}
-	stopHookActive := false
+	stopBlocks := 0
 	for step := 0; ; step++ {
 		if err := context.Cause(ctx); err != nil && ctx.Err() != nil {
 			return finish(ReasonCancelled, err)
@@ -219,10 +231,14 @@ func (r *Runtime) loop(ctx context.Context, instruction llm.Message) TurnResult 
 		uses := reply.ToolUses()
 		if len(uses) == 0 {
 			if r.cfg.StopHook != nil && ctx.Err() == nil {
-				if goOn := r.cfg.StopHook(ctx, reply.Text(), stopHookActive); goOn != "" {
+				if goOn := r.cfg.StopHook(ctx, reply.Text(), stopBlocks > 0); goOn != "" {
 					// A Stop hook asked the agent to go on: the same instruction continues,
-					// so the statistics keep adding up.
-					stopHookActive = true
+					// so the statistics keep adding up; past the cap, the turn ends.
+					stopBlocks++
+					if limit := r.cfg.MaxStopBlocks; limit > 0 && stopBlocks > limit {
+						final = reply.Text()
+						return finish(ReasonMaxTurns, fmt.Errorf("%w: it blocked %d times in a row, at most %d are allowed", ErrStopLoop, stopBlocks, limit))
+					}
 					if err := r.add(llm.UserText(goOn)); err != nil {
 						return finish(ReasonError, err)
 					}
@@ -382,13 +398,30 @@ func normalizeInput(in json.RawMessage) json.RawMessage {
 }
 
 // runTools runs the calls concurrently and returns their results in call order, as one
-// user message. Every tool_use gets a result, even when ctx is cancelled.
+// user message. Every tool_use gets a result, even when ctx is cancelled. The calls of
+// the task tools take their places in the queues in call order (callorder.go).
 func (r *Runtime) runTools(ctx context.Context, uses []llm.Block) llm.Message {
 	out := make([]llm.Block, len(uses))
+	rank := make([]int, len(uses))
+	n := 0
+	for i, u := range uses {
+		rank[i] = -1
+		if u.Name == ToolTask || u.Name == ToolSendMessage {
+			rank[i], n = n, n+1
+		}
+	}
+	var order *callOrder
+	if n > 1 {
+		order = newCallOrder(n)
+	}
 	var wg sync.WaitGroup
 	for i, u := range uses {
 		wg.Go(func() {
 			tctx, span := trace.StartToolCall(ctx, r.cfg.Tracer, u.Name, u.ID)
+			if order != nil && rank[i] >= 0 {
+				tctx = withCallSlot(tctx, order, rank[i])
+				defer order.pass(rank[i])
+			}
 			res := r.tools.Run(tctx, tools.Call{ID: u.ID, Name: u.Name, Input: u.Input})
 			if ctx.Err() != nil && !res.IsError && res.Content == "" {
 				res = tools.Errorf("cancelled: %v", context.Cause(ctx))

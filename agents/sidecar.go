@@ -55,7 +55,9 @@ var ErrBadSidecar = errors.New("bad sidecar")
 
 // ReadSidecar reads and checks the sidecar stored under name in sess: name must be a
 // well-formed task id, and the id inside must match. The transcript path comes back
-// absolute.
+// absolute. A sidecar that does not decode — a crash of the machine can leave one empty,
+// since sidecars are written without a sync of their own (store.Session.WriteSidecar) —
+// is rebuilt from the row its transcript recorded at the task's last turn boundary.
 func ReadSidecar(sess *store.Session, name string) (Sidecar, error) {
 	id, err := ParseTaskID(name)
 	if err != nil {
@@ -65,7 +67,16 @@ func ReadSidecar(sess *store.Session, name string) (Sidecar, error) {
 	if err != nil {
 		return Sidecar{}, err
 	}
-	return DecodeSidecar(data, id, sess.Abs)
+	s, err := DecodeSidecar(data, id, sess.Abs)
+	if err == nil || !errors.Is(err, ErrBadSidecar) {
+		return s, err
+	}
+	if loaded, lerr := sess.ReadTranscript(sess.TaskTranscript(name)); lerr == nil && loaded.LastRow != nil {
+		if rebuilt, rerr := DecodeSidecar(loaded.LastRow, id, sess.Abs); rerr == nil {
+			return rebuilt, nil
+		}
+	}
+	return Sidecar{}, err
 }
 
 // DecodeSidecar parses a sidecar for task id; abs resolves its relative transcript path

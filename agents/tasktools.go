@@ -72,6 +72,7 @@ func (t taskTool) Run(ctx context.Context, call tools.Call) tools.Result {
 	}
 	background := in.RunInBackground != nil && *in.RunInBackground
 	if in.TaskID != "" {
+		skipCallOrder(ctx) // a collect takes no place in a queue
 		return t.collect(ctx, in.TaskID, background)
 	}
 	row, err := t.reg.Launch(ctx, LaunchRequest{
@@ -87,10 +88,13 @@ func (t taskTool) Run(ctx context.Context, call tools.Call) tools.Result {
 		// The task was recorded, then failed before its first turn ran.
 		return tools.Errorf("task_id: %s\nthe task failed to start: %v", row.TaskID, err)
 	}
-	if background {
+	switch {
+	case background && row.Position > 0:
+		return tools.Result{Content: fmt.Sprintf("task_id: %s\nqueued: position %d in the queue; it starts when a background slot frees. Its result arrives later as a <task-notification> message; do not poll it or launch it again.", row.TaskID, row.Position)}
+	case background:
 		return tools.Result{Content: fmt.Sprintf("task_id: %s\nThe agent is running in the background. Its result arrives later as a <task-notification> message; do not poll it or launch it again. After it finishes, continue it with send_message and this task_id.", row.TaskID)}
 	}
-	return formatOutcome(row)
+	return formatOutcome(row.Row)
 }
 
 func (t taskTool) collect(ctx context.Context, s string, noWait bool) tools.Result {
@@ -102,11 +106,11 @@ func (t taskTool) collect(ctx context.Context, s string, noWait bool) tools.Resu
 	if err != nil && row.TaskID == "" {
 		return tools.Errorf("%v", err)
 	}
-	if row.Status == StatusRunning {
+	if row.Status.Active() {
 		if err != nil {
-			return tools.Errorf("task_id: %s\n%v; the task is still running.", id, err)
+			return tools.Errorf("task_id: %s\n%v; the task is still %s.", id, err, row.Status)
 		}
-		return tools.Result{Content: fmt.Sprintf("task_id: %s\nstill running (turn %d). Its result arrives as a <task-notification>; collect it later or wait.", id, row.Turn)}
+		return tools.Result{Content: fmt.Sprintf("task_id: %s\nstill %s (turn %d). Its result arrives as a <task-notification>; collect it later or wait.", id, row.Status, row.Turn)}
 	}
 	return formatOutcome(row)
 }
@@ -166,13 +170,20 @@ func (t sendMessageTool) Run(ctx context.Context, call tools.Call) tools.Result 
 	if err != nil {
 		return tools.Errorf("task_id: %s\n%v", id, err)
 	}
+	wait := ""
+	if res.Position > 0 {
+		wait = fmt.Sprintf("; it waits for a background slot (position %d in the queue)", res.Position)
+	}
 	switch res.Continuation {
 	case "queued":
+		if res.Row.Status == StatusQueued {
+			return tools.Result{Content: fmt.Sprintf("task_id: %s\nqueued: the agent waits for a slot; it reads your message once it runs, between its tool rounds.", id)}
+		}
 		return tools.Result{Content: fmt.Sprintf("task_id: %s\nqueued: the agent is running; it reads your message between its tool rounds.", id)}
 	case "resident":
-		return tools.Result{Content: fmt.Sprintf("task_id: %s\ncontinued on its resident runtime as turn %d; the reply arrives as a <task-notification>.", id, res.Row.Turn)}
+		return tools.Result{Content: fmt.Sprintf("task_id: %s\ncontinued on its resident runtime as turn %d%s; the reply arrives as a <task-notification>.", id, res.Row.Turn, wait)}
 	default:
-		return tools.Result{Content: fmt.Sprintf("task_id: %s\nrevived from its transcript as turn %d; the reply arrives as a <task-notification>.", id, res.Row.Turn)}
+		return tools.Result{Content: fmt.Sprintf("task_id: %s\nrevived from its transcript as turn %d%s; the reply arrives as a <task-notification>.", id, res.Row.Turn, wait)}
 	}
 }
 

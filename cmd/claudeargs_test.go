@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/stoke-cli/stoke/headless"
 )
 
 // normalize runs normalizeArgs over args with the real root command, in a process whose
@@ -210,6 +212,9 @@ func TestClaudeIdiomOptions(t *testing.T) {
 				denied: o.SDK.DisallowedTools, system: o.SDK.SystemPrompt, appended: o.SDK.AppendSystemPrompt, maxTurns: o.MaxTurns}
 			wantW := tt.want
 			wantW.approval = approval
+			if wantW.maxTurns == 0 {
+				wantW.maxTurns = headless.DefaultMaxTurns
+			}
 			if d := cmp.Diff(wantW, gotW, cmp.AllowUnexported(want{})); d != "" {
 				t.Errorf("options (-want +got):\n%s", d)
 			}

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/viper"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/stoke-cli/stoke/agents"
 	"github.com/stoke-cli/stoke/agents/hooks"
 	"github.com/stoke-cli/stoke/agents/llm/price"
 	"github.com/stoke-cli/stoke/agents/secrets"
@@ -41,7 +42,10 @@ const (
 )
 
 const (
-	defaultMaxBackground = 4
+	defaultMaxTurns      = headless.DefaultMaxTurns
+	defaultMaxBackground = agents.DefaultMaxBackground
+	defaultMaxForeground = agents.DefaultMaxForeground
+	defaultMaxQueued     = agents.DefaultMaxQueued
 	// settingsFile is the name of a settings file, in $STOKE_HOME and in <project>/.stoke.
 	settingsFile = "settings.yaml"
 )
@@ -63,6 +67,8 @@ type Config struct {
 	ApprovalMode       string        `mapstructure:"approval-mode"`
 	BackgroundOnExit   string        `mapstructure:"background-on-exit"`
 	MaxBackground      int           `mapstructure:"max-background"`
+	MaxForeground      int           `mapstructure:"max-foreground"`
+	MaxQueued          int           `mapstructure:"max-queued"`
 	NoBackgroundAgents bool          `mapstructure:"no-background-agents"`
 	Verbose            bool          `mapstructure:"verbose"`
 	Debug              bool          `mapstructure:"debug"`
@@ -122,6 +128,8 @@ func (c Config) LogValue() slog.Value {
 		slog.String("approval-mode", c.ApprovalMode),
 		slog.String("background-on-exit", c.BackgroundOnExit),
 		slog.Int("max-background", c.MaxBackground),
+		slog.Int("max-foreground", c.MaxForeground),
+		slog.Int("max-queued", c.MaxQueued),
 		slog.Bool("no-background-agents", c.NoBackgroundAgents),
 		slog.Bool("bare", c.Bare),
 	)
@@ -190,12 +198,14 @@ func settings() []setting {
 		{key: "base-url", kind: kindString, flag: true, why: "the API key is sent there"},
 		{key: "api-key", kind: kindString, why: "a credential"},
 		{key: "scenario", kind: kindString, flag: true, why: "a scenario replaces the model with a script"},
-		{key: "max-turns", kind: kindInt, flag: true, def: 0, scope: scopeNarrow, narrower: lowerCap(intValue)},
+		{key: "max-turns", kind: kindInt, flag: true, def: defaultMaxTurns, scope: scopeNarrow, narrower: lowerCap(intValue)},
 		{key: "timeout", kind: kindDuration, flag: true, def: time.Duration(0), scope: scopeNarrow, narrower: lowerCap(durationValue)},
 		{key: "request-timeout", kind: kindDuration, flag: true, def: defaultRequestTimeout, scope: scopeNarrow, narrower: lowerCap(durationValue)},
 		{key: "approval-mode", kind: kindString, flag: true, def: approvalDefault, scope: scopeNarrow, narrower: lowerMode},
 		{key: "background-on-exit", kind: kindString, flag: true, def: backgroundWait, scope: scopeNarrow, narrower: cancelsSooner},
-		{key: "max-background", kind: kindInt, flag: true, def: defaultMaxBackground, scope: scopeNarrow, narrower: fewerBackground},
+		{key: "max-background", kind: kindInt, flag: true, def: defaultMaxBackground, scope: scopeNarrow, narrower: fewer},
+		{key: "max-foreground", kind: kindInt, flag: true, def: defaultMaxForeground, scope: scopeNarrow, narrower: fewer},
+		{key: "max-queued", kind: kindInt, flag: true, def: defaultMaxQueued, scope: scopeNarrow, narrower: fewer},
 		{key: "no-background-agents", kind: kindBool, flag: true, def: false, scope: scopeNarrow, narrower: turnsOff},
 		{key: "resume", kind: kindString, flag: true, perRun: true},
 		{key: "continue", kind: kindBool, flag: true, perRun: true},
@@ -585,8 +595,8 @@ func lowerCap[T int | time.Duration](value func(any) (T, bool)) func(v, base any
 	}
 }
 
-// fewerBackground: a cap of at least 1.
-func fewerBackground(v, base any) bool {
+// fewer: a cap of at least 1 (max-background, max-foreground, max-queued).
+func fewer(v, base any) bool {
 	n, ok1 := intValue(v)
 	b, ok2 := intValue(base)
 	return !ok1 || n < 1 || ok2 && n <= b // a value below 1 fails validation
@@ -846,6 +856,12 @@ func (c *Config) validate() (slog.Level, error) {
 	}
 	if c.MaxBackground < 1 {
 		return 0, usageErrorf("invalid --max-background %d%s: want 1 or more (--no-background-agents turns them off)", c.MaxBackground, c.from("max-background"))
+	}
+	if c.MaxForeground < 1 {
+		return 0, usageErrorf("invalid --max-foreground %d%s: want 1 or more", c.MaxForeground, c.from("max-foreground"))
+	}
+	if c.MaxQueued < 1 {
+		return 0, usageErrorf("invalid --max-queued %d%s: want 1 or more", c.MaxQueued, c.from("max-queued"))
 	}
 	if c.Resume != "" && c.Continue {
 		return 0, usageErrorf("--resume and --continue cannot be used together")

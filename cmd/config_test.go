@@ -30,7 +30,7 @@ func TestConfigPrecedence(t *testing.T) {
 			func(c *Config) string { return c.BaseURL }},
 		{"approval-mode", layers{"plan", "auto-edit", "yolo", "plan"}, "default",
 			func(c *Config) string { return c.ApprovalMode }},
-		{"max-turns", layers{"7", "5", "3", "2"}, "0",
+		{"max-turns", layers{"7", "5", "3", "2"}, "100",
 			func(c *Config) string { return fmt.Sprint(c.MaxTurns) }},
 		{"timeout", layers{"1m0s", "2m0s", "3m0s", "4m0s"}, "0s",
 			func(c *Config) string { return c.Timeout.String() }},

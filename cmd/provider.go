@@ -69,7 +69,8 @@ func newModel(cfg *Config, cwd string, lookupEnv func(string) (string, bool), lo
 		if err != nil {
 			return nil, withOtherKeyHint(err, cfg.Provider, lookupEnv)
 		}
-		return retry.Wrap(m, retry.Policy{Logger: logger}), nil
+		// At most llm.MaxConns calls in flight; each attempt of a retried call takes its place.
+		return retry.Wrap(llm.Limit(m, llm.MaxConns()), retry.Policy{Logger: logger}), nil
 	case providerScripted:
 		if cfg.Scenario == "" {
 			return nil, usageErrorf("provider scripted needs a scenario: pass --scenario FILE")
@@ -82,6 +83,7 @@ func newModel(cfg *Config, cwd string, lookupEnv func(string) (string, bool), lo
 		if err != nil {
 			return nil, err
 		}
+		m.DiscardRequests()
 		return m, nil
 	default:
 		return nil, usageErrorf("unknown provider %q: want one of %s", cfg.Provider,
@@ -89,7 +91,9 @@ func newModel(cfg *Config, cwd string, lookupEnv func(string) (string, bool), lo
 	}
 }
 
-// newNetworkModel builds the openai or anthropic provider.
+// newNetworkModel builds the openai or anthropic provider. Its connections to the endpoint
+// are capped (llm.MaxConns), as are its calls (newModel): many agents at once wait their
+// turn rather than run the process out of file descriptors and memory.
 func newNetworkModel(cfg *Config) (llm.Model, error) {
 	timeout := cfg.RequestTimeout
 	if timeout <= 0 {
@@ -107,6 +111,7 @@ func newNetworkModel(cfg *Config) (llm.Model, error) {
 		return anthropic.New(anthropic.Config{
 			APIKey: cfg.APIKey, KeyName: keyName(cfg), BaseURL: cfg.BaseURL, Model: name,
 			MaxRetries: sdkMaxRetries, RequestTimeout: timeout, TimeoutName: timeoutName,
+			HTTPClient: llm.HTTPClient(llm.MaxConns()),
 		})
 	}
 	name := cfg.Model
@@ -116,6 +121,7 @@ func newNetworkModel(cfg *Config) (llm.Model, error) {
 	return openai.New(openai.Config{
 		APIKey: cfg.APIKey, KeyName: keyName(cfg), BaseURL: cfg.BaseURL, Model: name,
 		MaxRetries: sdkMaxRetries, RequestTimeout: timeout, TimeoutName: timeoutName,
+		HTTPClient: llm.HTTPClient(llm.MaxConns()),
 	})
 }
 

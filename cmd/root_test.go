@@ -115,6 +115,8 @@ func TestUsageErrors(t *testing.T) {
 		{name: "negative max turns", args: []string{"-p", "x", "--max-turns", "-1"}, want: "--max-turns"},
 		{name: "negative timeout", args: []string{"-p", "x", "--timeout", "-5s"}, want: "--timeout"},
 		{name: "zero max background", args: []string{"-p", "x", "--max-background", "0"}, want: "--max-background"},
+		{name: "zero max foreground", args: []string{"-p", "x", "--max-foreground", "0"}, want: "invalid --max-foreground 0: want 1 or more"},
+		{name: "negative max queued", args: []string{"-p", "x", "--max-queued", "-3"}, want: "invalid --max-queued -3: want 1 or more"},
 		{name: "max turns env not a number", args: []string{"-p", "x"}, want: "STOKE_MAX_TURNS",
 			setup: func(_ *testing.T, p *testProcess) { p.env["STOKE_MAX_TURNS"] = "lots" }},
 		{name: "timeout env without unit", args: []string{"-p", "x"}, want: "STOKE_TIMEOUT",

@@ -100,6 +100,8 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, args []strin
 		Home:             home,
 		Version:          deps.Version,
 		MaxBackground:    cfg.MaxBackground,
+		MaxForeground:    cfg.MaxForeground,
+		MaxQueued:        cfg.MaxQueued,
 		MaxRetained:      maxRetained,
 		BackgroundAgents: !cfg.NoBackgroundAgents,
 		Bare:             cfg.Bare,

@@ -36,6 +36,8 @@ func TestOptionsFromFlags(t *testing.T) {
 		"--approval-mode", "yolo",
 		"--background-on-exit", "cancel",
 		"--max-background", "8",
+		"--max-queued", "50",
+		"--max-foreground", "2",
 		"--no-background-agents",
 		"--session-id", "7B4A4E70-5576-4AC3-B794-8F816B5C26E8",
 		"--bare",
@@ -59,6 +61,8 @@ func TestOptionsFromFlags(t *testing.T) {
 		Home:             filepath.Join(p.userHome, ".stoke"),
 		Version:          "1.2.3",
 		MaxBackground:    8,
+		MaxQueued:        50,
+		MaxForeground:    2,
 		MaxRetained:      100,
 		BackgroundAgents: false,
 		Bare:             true,
@@ -68,8 +72,10 @@ func TestOptionsFromFlags(t *testing.T) {
 	}
 	if r, ok := got.opts.Model.(*retry.Model); !ok {
 		t.Errorf("Model is %T, want *retry.Model", got.opts.Model)
-	} else if _, ok := r.Model.(*openai.Model); !ok {
-		t.Errorf("Model retries a %T, want *openai.Model", r.Model)
+	} else if l, ok := r.Model.(*llm.Limited); !ok {
+		t.Errorf("Model retries a %T, want *llm.Limited", r.Model)
+	} else if _, ok := l.Model.(*openai.Model); !ok {
+		t.Errorf("Model limits a %T, want *openai.Model", l.Model)
 	}
 	if got.opts.Stdin != nil || got.opts.Logger == nil || got.opts.Stdout == nil {
 		t.Errorf("Stdin %v, Logger %v, Stdout %v; want nil, set, set", got.opts.Stdin, got.opts.Logger, got.opts.Stdout)
@@ -97,6 +103,9 @@ func TestOptionsDefaults(t *testing.T) {
 		Home:             filepath.Join(p.userHome, ".stoke"),
 		Version:          "1.2.3",
 		MaxBackground:    4,
+		MaxQueued:        1000,
+		MaxForeground:    8,
+		MaxTurns:         100,
 		MaxRetained:      100,
 		BackgroundAgents: true,
 	}

@@ -11,6 +11,12 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/stoke-cli/stoke/agents/llm/openai/openaitest"
+	"github.com/stoke-cli/stoke/agents/llm/scripted"
 )
 
 // benchBinary is a plain build (no -cover, no -race) for the process benchmarks.
@@ -100,4 +106,127 @@ func runMeasured(bin string, args []string, env ...string) (int64, error) {
 		return ru.Maxrss, nil
 	}
 	return 0, nil
+}
+
+// BenchmarkFanOut is the load scenario of issue 12: the parent launches 1,000 background
+// agents in one reply, which finish over 5 seconds, in a process limited to 1,024 open
+// files (ulimit -n 1024), over the OpenAI-compatible mock (real HTTP) and over the
+// scripted provider. It fails unless every agent completed, and reports the wall time per
+// run (ns/op), the peak RSS per agent (RSS-KB/agent: above a one-turn run's, over the
+// agents), the parent's model calls (parent-turns), and the bytes sent to the model by
+// the parent (parent-MB) and by every agent (sent-MB; with the scripted provider,
+// estimated from its token counts, which are bytes/4).
+func BenchmarkFanOut(b *testing.B) {
+	const agents = 1000
+	bin, err := benchBinary()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := exec.Command("sh", "-c", "ulimit -n 1024").Run(); err != nil {
+		b.Skipf("cannot lower the open-file limit: %v", err)
+	}
+	dir := b.TempDir()
+	scenario := fanOutFile(b, dir, scripted.FanOut{Agents: agents, Spread: 5 * time.Second})
+	baseKB, _, err := runLimited(bin, dir, nil, "-p", "hi there", "--scenario", filepath.Join(h.scenarios, "hello.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	args := []string{"-p", "fan out", "--output-format", "stream-json", "--max-background", fmt.Sprint(agents)}
+	for _, provider := range []string{"openai-mock", "scripted"} {
+		b.Run(provider, func(b *testing.B) {
+			var peakKB int64
+			var m fanOutMeasure
+			for b.Loop() {
+				var srv *openaitest.Server
+				run := append([]string{}, args...)
+				env := []string{}
+				if provider == "scripted" {
+					run = append(run, "--scenario", scenario)
+				} else {
+					model, err := scripted.Open(scenario)
+					if err != nil {
+						b.Fatal(err)
+					}
+					srv = openaitest.New(model)
+					run = append(run, "--provider", "openai", "--base-url", srv.URL(), "--model", "mock")
+					env = append(env, "OPENAI_API_KEY=sk-bench")
+				}
+				kb, out, err := runLimited(bin, dir, env, run...)
+				if srv != nil {
+					srv.Close()
+				}
+				if err != nil {
+					b.Fatalf("%v\n%s", err, out)
+				}
+				peakKB = max(peakKB, kb)
+				m = measureFanOut(b, out)
+				if srv != nil {
+					m.sentParent, m.sentAll = 0, 0
+					for _, r := range srv.Requests() {
+						m.sentAll += len(r)
+						if gjson.GetBytes(r, `tools.#(function.name=="task")`).Exists() {
+							m.sentParent += len(r)
+						}
+					}
+				}
+				if m.completed != agents {
+					b.Fatalf("%d of %d agents completed", m.completed, agents)
+				}
+			}
+			b.ReportMetric(float64(peakKB-baseKB)/agents, "RSS-KB/agent")
+			b.ReportMetric(float64(peakKB)/1024, "peak-RSS-MB")
+			b.ReportMetric(float64(m.parentTurns), "parent-turns")
+			b.ReportMetric(float64(m.sentParent)/(1<<20), "parent-MB")
+			b.ReportMetric(float64(m.sentAll)/(1<<20), "sent-MB")
+		})
+	}
+}
+
+// fanOutMeasure is what a fan-out run's events tell.
+type fanOutMeasure struct {
+	completed, parentTurns int
+	sentParent, sentAll    int // bytes, estimated from the scripted provider's token counts
+}
+
+func measureFanOut(b *testing.B, out []byte) fanOutMeasure {
+	var m fanOutMeasure
+	for _, ev := range events(b, out) {
+		switch {
+		case ev.Get("subtype").String() == "task_notification" && ev.Get("status").String() == "completed":
+			m.completed++
+		case ev.Get("type").String() == "assistant" && ev.Get("parent_tool_use_id").Type == gjson.Null:
+			m.parentTurns++
+			m.sentParent += 4 * int(ev.Get("message.usage.input_tokens").Int())
+		case ev.Get("type").String() == "result":
+			m.sentAll = 4 * int(ev.Get("usage.input_tokens").Int())
+		}
+	}
+	return m
+}
+
+// runLimited runs bin in dir with at most 1,024 open files, and returns its peak RSS in
+// KiB (GNU time, when there is one) and its stdout.
+func runLimited(bin, dir string, env []string, args ...string) (int64, []byte, error) {
+	argv := []string{"-c", `ulimit -n 1024 && exec "$@"`, "sh"}
+	gnuTime, timeErr := exec.LookPath("/usr/bin/time")
+	if timeErr == nil {
+		argv = append(argv, gnuTime, "-f", "%M")
+	}
+	cmd := exec.Command("sh", append(append(argv, bin), args...)...)
+	cmd.Dir = dir
+	cmd.Env = append(stokeEnv("STOKE_HOME="+filepath.Join(dir, "home")), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return 0, stdout.Bytes(), fmt.Errorf("%v\n%s", err, stderr.String())
+	}
+	if timeErr != nil {
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			return ru.Maxrss, stdout.Bytes(), nil
+		}
+		return 0, stdout.Bytes(), nil
+	}
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	kb, err := strconv.ParseInt(lines[len(lines)-1], 10, 64)
+	return kb, stdout.Bytes(), err
 }

@@ -3,6 +3,7 @@ package headless
 import (
 	"fmt"
 	"io"
+	"os"
 	"testing"
 	"time"
 
@@ -61,12 +62,23 @@ func BenchmarkResume(b *testing.B) {
 			home, cwd := b.TempDir(), b.TempDir()
 			const id = "33333333-3333-4333-8333-333333333333"
 			storedSession(b, home, cwd, id, n)
+			parent := store.New(home, cwd, id).ParentTranscript()
+			st, err := os.Stat(parent)
+			if err != nil {
+				b.Fatal(err)
+			}
 			for b.Loop() {
 				o := Options{Prompt: "next", OutputFormat: OutputStreamJSON, Stdout: io.Discard, Model: scripted.New(s),
 					CWD: cwd, Home: home, Resume: id, BackgroundAgents: true, Bare: true}
 				if err := Run(b.Context(), o); err != nil {
 					b.Fatal(err)
 				}
+				// Every iteration resumes the same history: the turn just stored is cut off.
+				b.StopTimer()
+				if err := os.Truncate(parent, st.Size()); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
 			}
 		})
 	}

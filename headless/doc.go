@@ -10,7 +10,7 @@
 //	host.go       the host interface: what an SDK host (package sdkhost) adds to a run, and
 //	              the session's calls into it; the budget (--max-budget-usd)
 //	meter.go      the model every agent calls through: the run's usage and cost
-//	mailbox.go    the <task-notification> messages waiting for the parent
+//	mailbox.go    the notifications waiting for the parent, coalesced while agents work
 //	resume.go     opening a new or stored session (--resume, --continue)
 //	workspace.go  the workspace tools, agent definitions, hooks of the run
 //	signals.go    SIGINT and SIGTERM

@@ -15,6 +15,11 @@ import (
 	"github.com/stoke-cli/stoke/streamjson"
 )
 
+// DefaultMaxTurns is --max-turns unless set (Options.MaxTurns caps the model calls of one
+// parent turn: a prompt, or a turn taken to read notifications): a model that keeps
+// calling tools ends with error_max_turns instead of running unbounded.
+const DefaultMaxTurns = 100
+
 // Output formats.
 const (
 	OutputText       = "text"
@@ -82,6 +87,14 @@ type Options struct {
 	Version string
 	// MaxBackground caps running background agents per parent (default 4).
 	MaxBackground int
+	// MaxQueued caps background launches waiting for a slot (default 1000).
+	MaxQueued int
+	// MaxForeground caps foreground agents running at once (default 8).
+	MaxForeground int
+	// NotifyWindow is how long a background agent's notification may wait for others
+	// while background agents are still at work, to be delivered with them in one parent
+	// turn (0: DefaultNotifyWindow; negative: delivered as soon as the parent is idle).
+	NotifyWindow time.Duration
 	// MaxRetained caps settled task rows per parent (default 100).
 	MaxRetained int
 	// BackgroundAgents turns background agents on (run_in_background in the task schema).

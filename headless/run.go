@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -150,7 +151,11 @@ func newSession(ctx context.Context, opts Options, cp *sdkhost.ControlPlane) (_ 
 	}
 	s.enc = streamjson.NewEncoder(evOut, id, nil)
 	s.out = streamjson.NewEncoder(opts.Stdout, id, nil)
-	s.mb = newMailbox(s.emit)
+	window := opts.NotifyWindow
+	if window == 0 {
+		window = DefaultNotifyWindow
+	}
+	s.mb = newMailbox(s.emit, window)
 	var model llm.Model
 	if opts.Model != nil {
 		s.meter = &meter{Model: opts.Model, prices: opts.Prices, charged: s.charged}
@@ -191,6 +196,8 @@ func newSession(ctx context.Context, opts Options, cp *sdkhost.ControlPlane) (_ 
 		Model:            model,
 		ModelName:        opts.ModelName,
 		MaxBackground:    opts.MaxBackground,
+		MaxQueued:        opts.MaxQueued,
+		MaxForeground:    opts.MaxForeground,
 		MaxRetained:      opts.MaxRetained,
 		BackgroundAgents: opts.BackgroundAgents,
 		MaxSteps:         200,
@@ -205,6 +212,7 @@ func newSession(ctx context.Context, opts Options, cp *sdkhost.ControlPlane) (_ 
 		Logger:           opts.Logger,
 		NewID:            opts.NewTaskID,
 	})
+	s.mb.active = s.reg.Unsettled
 	if len(st.roster) > 0 {
 		if err := s.reg.Restore(st.roster); err != nil {
 			s.reg.Shutdown()
@@ -324,6 +332,10 @@ func (s *session) prompts(ctx context.Context) <-chan sdkhost.Prompt {
 func (s *session) run(ctx context.Context) error {
 	streamIn := s.opts.InputFormat == InputStreamJSON
 	prompts := s.prompts(ctx)
+	// due fires when held notifications are due (mailbox.due).
+	due := time.NewTimer(time.Hour)
+	due.Stop()
+	defer due.Stop()
 	var usageErr error
 	for prompts != nil || s.pendingBackground() {
 		var p sdkhost.Prompt
@@ -338,6 +350,9 @@ func (s *session) run(ctx context.Context) error {
 				prompts = nil
 				continue
 			}
+		case <-due.C:
+			s.mb.wake()
+			continue
 		case <-s.mb.ready:
 			if s.mb.empty() {
 				// A turn settled whose notification the parent already read: the run
@@ -345,8 +360,16 @@ func (s *session) run(ctx context.Context) error {
 				s.idle()
 				continue
 			}
-			notes := s.mb.take()
-			if err := s.turn(ctx, mergeUser(notes), streamIn); err != nil {
+			if wait := s.mb.due(); wait > 0 {
+				// Other agents are still at work: theirs may come with these.
+				due.Reset(wait)
+				continue
+			}
+			notes, ok := s.mb.take()
+			if !ok {
+				continue
+			}
+			if err := s.turn(ctx, notes, streamIn); err != nil {
 				return s.fail(ctx, err)
 			}
 			continue
@@ -442,6 +465,13 @@ func (s *session) turn(ctx context.Context, msg llm.Message, perTurnResult bool)
 	tctx, span := trace.StartTurn(tctx, s.opts.Tracer, trace.TurnInfo{SessionID: s.id, Agent: "parent", Turn: s.parentTurns})
 	res, err := s.parent.Execute(tctx, msg)
 	trace.EndTurn(span, res.Reason, err)
+	// The parent's transcript is synced (Execute); the names in the session directory
+	// (session.json, the transcripts' files) become durable with it.
+	if s.sess != nil {
+		if serr := s.sess.Sync(); serr != nil {
+			s.opts.Logger.Warn("sync session directory", "err", serr)
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrRunFailed, err)
 	}
@@ -474,6 +504,9 @@ func (s *session) fail(ctx context.Context, err error) error {
 	s.reg.CancelAll(err)
 	_ = s.reg.Wait(context.WithoutCancel(ctx))
 	switch {
+	case errors.Is(err, agents.ErrStopLoop):
+		s.writeResult(streamjson.ResultErrorMaxTurns, "Stop hook loop: "+strings.TrimPrefix(err.Error(), ErrMaxTurns.Error()+": "))
+		return err
 	case errors.Is(err, ErrMaxTurns):
 		s.writeResult(streamjson.ResultErrorMaxTurns, fmt.Sprintf("Reached maximum number of turns (%d)", s.opts.MaxTurns))
 		return err
@@ -548,13 +581,4 @@ func (s *session) writeResult(subtype, errText string) {
 			_, _ = io.WriteString(s.opts.Stdout, text)
 		}
 	}
-}
-
-// mergeUser joins user messages into one.
-func mergeUser(ms []llm.Message) llm.Message {
-	out := llm.Message{Role: llm.RoleUser}
-	for _, m := range ms {
-		out.Content = append(out.Content, m.Content...)
-	}
-	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/stoke-cli/stoke/agents"
 	"github.com/stoke-cli/stoke/agents/hooks"
@@ -71,9 +72,23 @@ func (s *session) permissionRules(w *tools.Workspace) *permission.Rules {
 // definition allows (none for tools: []), under its own approval mode when it sets one
 // (CapMode has kept it at or below the run's), with its disallowedTools as deny rules,
 // rooted in its worktree when it is isolated. Subagents never get the task tools.
+//
+// The set made for a type in the session's working directory, when it has no MCP tools,
+// is kept and shared by that type's runtimes (a Set is immutable and its tools are
+// stateless): a thousand agents of one type share one set of declarations.
 func (s *session) subagentTools(ws *tools.Workspace, opts []tools.Option) func(agents.Definition, string) *tools.Set {
 	_, approves := s.workspaceApproval()
+	var mu sync.Mutex
+	shared := map[string]*tools.Set{}
 	return func(def agents.Definition, root string) *tools.Set {
+		if root == "" {
+			mu.Lock()
+			set := shared[def.Name]
+			mu.Unlock()
+			if set != nil {
+				return set
+			}
+		}
 		w, rules := ws, s.rules
 		if root != "" {
 			wt, err := tools.NewWorkspace(root, ws.Mode(), opts...)
@@ -103,7 +118,8 @@ func (s *session) subagentTools(ws *tools.Workspace, opts []tools.Option) func(a
 			return tools.NewSet() // tools: []
 		}
 		ts, unknown := w.Tools(def.Tools)
-		ts = append(ts, s.mcpTools(def, w)...) // MCP tools (mcp.go)
+		mcpTools := s.mcpTools(def, w) // MCP tools (mcp.go)
+		ts = append(ts, mcpTools...)
 		unknown = slices.DeleteFunc(unknown, func(n string) bool { return strings.HasPrefix(n, mcp.Prefix) })
 		if len(unknown) > 0 {
 			s.opts.Logger.Warn("agent tools not available", "subagent_type", def.Name, "tools", unknown)
@@ -117,7 +133,13 @@ func (s *session) subagentTools(ws *tools.Workspace, opts []tools.Option) func(a
 				allowed = append(allowed, t)
 			}
 		}
-		return tools.NewSet(allowed...)
+		set := tools.NewSet(allowed...)
+		if root == "" && len(mcpTools) == 0 {
+			mu.Lock()
+			shared[def.Name] = set
+			mu.Unlock()
+		}
+		return set
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -81,22 +82,48 @@ func ParseSessionID(s string) (string, error) {
 }
 
 // Session is one session directory: $STOKE_HOME/projects/<cwd-key>/<session-id>. It owns
-// the layout of the directory and every write into it. A Session is a path and nothing
-// else: its methods are safe for concurrent use, and two Sessions of one directory are
+// the layout of the directory and every write into it. A Session is a path, a bound on the
+// files its writes hold open at once (MaxOpenFiles), and the syncers of its directories:
+// its methods are safe for concurrent use, and two Sessions of one directory are
 // interchangeable.
+//
+// What is durable when (synced to stable storage; a crash of the process loses nothing
+// written, whatever was synced):
+//   - a transcript, up to its last Sync (each turn boundary);
+//   - a sidecar's content, with the transcript record of the same turn boundary (Row)
+//     that it is rebuilt from if a crash of the machine left it unreadable, and its name
+//     with SyncSidecars (each turn boundary);
+//   - session.json's content at once (WriteInfo), its name and the parent transcript's
+//     with Sync (each parent turn).
 type Session struct {
-	dir string
+	dir     string
+	files   *fsx.Handles
+	top     *fsx.DirSync // the session directory
+	sidecar *fsx.DirSync // agents/
+	fsyncs  *atomic.Int64
 }
+
+// MaxOpenFiles bounds the files a Session's writes hold open at once, however many agents
+// write: transcripts are opened per write, sidecars per replacement.
+const MaxOpenFiles = 32
 
 // New returns the session directory of session id (already checked with ParseSessionID)
 // of working directory cwd under home. Nothing is created until something is written.
 func New(home, cwd, id string) *Session {
-	return &Session{dir: filepath.Join(home, "projects", ProjectKey(cwd), id)}
+	return At(filepath.Join(home, "projects", ProjectKey(cwd), id))
 }
 
 // At returns the session stored in directory dir (tests, benchmarks, tools that were given
 // a directory).
-func At(dir string) *Session { return &Session{dir: dir} }
+func At(dir string) *Session {
+	n := new(atomic.Int64)
+	return &Session{dir: dir, files: fsx.NewHandles(MaxOpenFiles), fsyncs: n,
+		top: fsx.NewDirSync(dir, n), sidecar: fsx.NewDirSync(filepath.Join(dir, agentsDir), n)}
+}
+
+// Fsyncs counts the fsyncs this Session's writes have made so far (for measurements and
+// the tests that bound them).
+func (s *Session) Fsyncs() int64 { return s.fsyncs.Load() }
 
 // String is the session directory, for messages.
 func (s *Session) String() string { return s.dir }
@@ -107,17 +134,29 @@ func (s *Session) Exists() bool {
 	return err == nil
 }
 
-// WriteInfo writes session.json atomically (0600; the directory 0700).
+// WriteInfo writes session.json atomically (0600; the directory 0700), its content
+// durably; the new name is durable with the next Sync (until then a crash of the machine
+// may bring back the previous session.json, never a torn one).
 func (s *Session) WriteInfo(info Info) error {
 	data, err := json.MarshalIndent(info, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode session info: %w", err)
 	}
-	if err := fsx.WriteFileAtomic(filepath.Join(s.dir, infoFile), append(data, '\n'), 0o600); err != nil {
+	err = s.files.Do(func() error {
+		return fsx.ReplaceFile(filepath.Join(s.dir, infoFile), append(data, '\n'), 0o600, fsx.DataDurable)
+	})
+	if err != nil {
 		return fmt.Errorf("write session info: %w", err)
 	}
+	s.fsyncs.Add(1)
+	s.top.Changed()
 	return nil
 }
+
+// Sync makes the names in the session directory durable (session.json, the parent's
+// transcript, agents/): one fsync of the directory when they changed since the last,
+// none otherwise.
+func (s *Session) Sync() error { return s.top.Sync() }
 
 // ReadInfo reads session.json.
 func (s *Session) ReadInfo() (Info, error) {
@@ -190,11 +229,20 @@ func (s *Session) TaskTranscript(id string) string {
 
 // OpenTranscript opens the transcript at path for appending (see the package function).
 // The path must lie inside the session directory (Confine).
+// Its writes are bounded by MaxOpenFiles with the session's others.
 func (s *Session) OpenTranscript(path string, now func() time.Time) (*Transcript, error) {
 	if err := s.Confine(path); err != nil {
 		return nil, err
 	}
-	return OpenTranscript(path, now)
+	changed := s.top.Changed
+	if filepath.Dir(path) == filepath.Join(s.dir, agentsDir) {
+		changed = s.sidecar.Changed
+	}
+	tr, err := openTranscript(path, now, s.files, changed)
+	if tr != nil {
+		tr.fsyncs = s.fsyncs
+	}
+	return tr, err
 }
 
 // ReadTranscript reads the transcript at path (see the package function). The path must
@@ -203,14 +251,19 @@ func (s *Session) ReadTranscript(path string) (*Loaded, error) {
 	if err := s.Confine(path); err != nil {
 		return nil, err
 	}
-	return ReadTranscript(path)
+	var l *Loaded
+	err := s.files.Do(func() (err error) {
+		l, err = ReadTranscript(path)
+		return err
+	})
+	return l, err
 }
 
 // OpenParent opens the parent's transcript for appending. A new transcript starts with a
 // meta record naming the session, its working directory and model, from which
 // session.json can be rebuilt (LoadInfo).
 func (s *Session) OpenParent(info Info, now func() time.Time) (*Transcript, error) {
-	tr, err := OpenTranscript(s.ParentTranscript(), now)
+	tr, err := s.OpenTranscript(s.ParentTranscript(), now)
 	if err != nil {
 		return nil, err
 	}
@@ -269,18 +322,26 @@ func (s *Session) sidecarPath(id string) (string, error) {
 	return filepath.Join(s.dir, agentsDir, id+sidecarSuffix), nil
 }
 
-// WriteSidecar replaces task id's sidecar with data: atomically and durably (temporary
-// file, fsync, rename, directory fsync), mode 0600.
+// WriteSidecar replaces task id's sidecar with data atomically (a temporary file renamed
+// over it), mode 0600, without syncing: the caller has made the same row durable in the
+// task's transcript (Record.Row) and makes the new name durable with SyncSidecars, so a
+// turn boundary costs two fsyncs, the transcript's and the directory's.
 func (s *Session) WriteSidecar(id string, data []byte) error {
 	path, err := s.sidecarPath(id)
 	if err != nil {
 		return fmt.Errorf("write sidecar: %w", err)
 	}
-	if err := fsx.WriteFileAtomic(path, data, 0o600); err != nil {
+	err = s.files.Do(func() error { return fsx.ReplaceFile(path, data, 0o600, fsx.Unsynced) })
+	if err != nil {
 		return fmt.Errorf("write sidecar %s: %w", id, err)
 	}
+	s.sidecar.Changed()
 	return nil
 }
+
+// SyncSidecars makes the names of the sidecars (and transcripts) written since the last
+// call durable: one fsync of agents/, shared by the tasks that call it at once.
+func (s *Session) SyncSidecars() error { return s.sidecar.Sync() }
 
 // ReadSidecar returns the content of task id's sidecar.
 func (s *Session) ReadSidecar(id string) ([]byte, error) {
@@ -288,7 +349,11 @@ func (s *Session) ReadSidecar(id string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read sidecar: %w", err)
 	}
-	data, err := os.ReadFile(path)
+	var data []byte
+	err = s.files.Do(func() (err error) {
+		data, err = fsx.ReadFile(path)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("read sidecar: %w", err)
 	}

@@ -10,8 +10,10 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/stoke-cli/stoke/agents/internal/fsx"
 	"github.com/stoke-cli/stoke/agents/llm"
 )
 
@@ -39,43 +41,71 @@ type Record struct {
 	// turn
 	Status  string `json:"status,omitempty"`
 	Summary string `json:"summary,omitempty"`
+	// Row is the task's sidecar as the turn left it (agents owns its schema): the durable
+	// copy a sidecar is rebuilt from when a crash of the machine left it unreadable.
+	Row json.RawMessage `json:"row,omitempty"`
 }
 
-// Transcript appends records to one JSONL file. Each record is one write of one whole line;
-// Sync flushes to disk at turn boundaries. Safe for concurrent use.
+// Transcript appends records to one JSONL file. Each record is one write of one whole
+// line; Sync flushes to disk at turn boundaries. The file is opened for each write (and
+// each sync) and closed again, so a transcript holds no descriptor between writes:
+// thousands of agents keep as many transcripts without running out of files. Safe for
+// concurrent use.
 type Transcript struct {
-	mu   sync.Mutex
-	f    *os.File
-	path string
-	turn int
-	now  func() time.Time
-	err  error
+	path   string
+	files  *fsx.Handles  // bounds the files open at once (nil: no bound)
+	fsyncs *atomic.Int64 // counts the syncs (nil: not counted)
+	now    func() time.Time
+
+	mu     sync.Mutex
+	turn   int
+	err    error
+	dirty  bool // written since the last sync
+	closed bool
 }
 
 // OpenTranscript opens (creating, mode 0600, and its directory 0700) the transcript at path
 // for appending.
 func OpenTranscript(path string, now func() time.Time) (*Transcript, error) {
+	return openTranscript(path, now, nil, nil)
+}
+
+// openTranscript opens the transcript at path, its files bounded by files; changed is told
+// when the file is created (its directory has a new entry to sync).
+func openTranscript(path string, now func() time.Time, files *fsx.Handles, changed func()) (*Transcript, error) {
 	if now == nil {
 		now = time.Now
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("create transcript dir: %w", err)
 	}
-	if err := trimTornTail(path); err != nil {
+	err := files.Do(func() error {
+		if err := trimTornTail(path); err != nil {
+			return err
+		}
+		f, err := fsx.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, os.ErrExist) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("open transcript: %w", err)
+		}
+		if changed != nil {
+			changed()
+		}
+		return f.Close()
+	})
+	if err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("open transcript: %w", err)
-	}
-	return &Transcript{f: f, path: path, now: now}, nil
+	return &Transcript{path: path, files: files, now: now}, nil
 }
 
 // trimTornTail cuts a torn last line (a write cut by a crash) off an existing transcript,
 // so that the next record starts on a line of its own. The torn record was never complete,
 // so nothing that was acknowledged is lost.
 func trimTornTail(path string) error {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	f, err := fsx.OpenFile(path, os.O_RDWR, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -124,10 +154,10 @@ func (t *Transcript) Path() string { return t.path }
 func (t *Transcript) empty() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.f == nil {
+	if t.closed {
 		return false
 	}
-	st, err := t.f.Stat()
+	st, err := os.Stat(t.path)
 	return err == nil && st.Size() == 0
 }
 
@@ -153,12 +183,31 @@ func (t *Transcript) Write(rec Record) error {
 	if t.err != nil {
 		return t.err
 	}
-	if _, err := t.f.Write(line); err != nil {
+	if t.closed {
+		return errClosed
+	}
+	err = t.files.Do(func() error {
+		f, err := fsx.OpenFile(t.path, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			return err
+		}
+		_, err = f.Write(line)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	})
+	if err != nil {
+		// A write that may have left part of a line is fatal to the transcript; the
+		// next open trims the torn line.
 		t.err = fmt.Errorf("write transcript: %w", err)
 		return t.err
 	}
+	t.dirty = true
 	return nil
 }
+
+var errClosed = errors.New("transcript closed")
 
 // Append implements ChatStore.
 func (t *Transcript) Append(m llm.Message) error {
@@ -168,40 +217,59 @@ func (t *Transcript) Append(m llm.Message) error {
 	return t.Write(Record{Type: RecordMessage, Turn: turn, Message: &m})
 }
 
-// Sync implements ChatStore: it flushes the file to stable storage.
+// Sync implements ChatStore: it flushes what was written since the last sync to stable
+// storage (nothing to do when nothing was).
 func (t *Transcript) Sync() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return t.syncLocked()
+}
+
+func (t *Transcript) syncLocked() error {
 	if t.err != nil {
 		return t.err
 	}
-	if err := t.f.Sync(); err != nil {
+	if !t.dirty {
+		return nil
+	}
+	err := t.files.Do(func() error {
+		f, err := fsx.OpenFile(t.path, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			return err
+		}
+		err = f.Sync()
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("sync transcript: %w", err)
 	}
+	if t.fsyncs != nil {
+		t.fsyncs.Add(1)
+	}
+	t.dirty = false
 	return nil
 }
 
-// Close syncs and closes the file. Idempotent.
+// Close syncs what is not synced yet; later writes fail. Idempotent.
 func (t *Transcript) Close() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.f == nil {
+	if t.closed {
 		return nil
 	}
-	err := t.f.Sync()
-	if cerr := t.f.Close(); err == nil {
-		err = cerr
-	}
-	t.f = nil
-	if t.err == nil {
-		t.err = errors.New("transcript closed")
-	}
+	err := t.syncLocked()
+	t.closed = true
 	return err
 }
 
 // Loaded is what a transcript file holds.
 type Loaded struct {
 	Meta Record
+	// LastRow is the Row of the last record that carries one (nil when none does).
+	LastRow json.RawMessage
 	// Messages is the chat, rebuilt with AppendMessage exactly as the runtime built it.
 	Messages []llm.Message
 	// Turns is the number of the last turn with a turn record; LastStatus and LastSummary are
@@ -216,46 +284,55 @@ type Loaded struct {
 // ReadTranscript reads a transcript. A torn or corrupt line is skipped with a warning and
 // never fails the read; only an unreadable file is an error.
 func ReadTranscript(path string) (*Loaded, error) {
-	f, err := os.Open(path)
+	data, err := fsx.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("open transcript: %w", err)
 	}
-	defer f.Close()
-	return DecodeTranscript(f)
+	return decodeTranscript(data), nil
 }
 
-// DecodeTranscript reads transcript records from r (see ReadTranscript).
+// DecodeTranscript reads transcript records from r (see ReadTranscript). The whole
+// input is read at once and its lines decoded without reflection (decodeLine).
 func DecodeTranscript(r io.Reader) (*Loaded, error) {
-	out := &Loaded{}
-	br := bufio.NewReaderSize(r, 64<<10)
-	for n := 1; ; n++ {
-		line, err := br.ReadBytes('\n')
-		if len(line) > 0 {
-			torn := line[len(line)-1] != '\n'
-			line = bytes.TrimSpace(line)
-			if len(line) > 0 {
-				var rec Record
-				if jerr := json.Unmarshal(line, &rec); jerr != nil {
-					what := "corrupt line"
-					if torn {
-						what = "torn last line"
-					}
-					out.Warnings = append(out.Warnings, fmt.Sprintf("transcript line %d: %s skipped", n, what))
-				} else {
-					out.apply(rec)
-				}
-			}
-		}
-		if err == io.EOF {
-			return out, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read transcript: %w", err)
-		}
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("read transcript: %w", err)
 	}
+	return decodeTranscript(data), nil
+}
+
+func decodeTranscript(data []byte) *Loaded {
+	out := &Loaded{}
+	for n := 1; len(data) > 0; n++ {
+		line := data
+		torn := true
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data, torn = data[:i], data[i+1:], false
+		} else {
+			data = nil
+		}
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		var rec Record
+		if err := decodeLine(line, &rec); err != nil {
+			what := "corrupt line"
+			if torn {
+				what = "torn last line"
+			}
+			out.Warnings = append(out.Warnings, fmt.Sprintf("transcript line %d: %s skipped", n, what))
+			continue
+		}
+		out.apply(rec)
+	}
+	return out
 }
 
 func (l *Loaded) apply(rec Record) {
+	if rec.Row != nil {
+		l.LastRow = rec.Row
+	}
 	switch rec.Type {
 	case RecordMeta:
 		l.Meta = rec

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -299,4 +300,38 @@ func TestAppendMessage(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzDecodeLine checks the fast line decoder against encoding/json: for any input, both
+// fail, or both give the same record.
+func FuzzDecodeLine(f *testing.F) {
+	dir, err := os.MkdirTemp("", "fuzz-line")
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, line := range bytes.Split(sampleTranscript(f, dir), []byte("\n")) {
+		f.Add(line)
+	}
+	_ = os.RemoveAll(dir)
+	for _, s := range []string{
+		`{"type":"message","message":{"role":"user","content":[{"type":"tool_use","id":"x","name":"n","input":null}]}}`,
+		`{"type":"message","message":{"role":"user","content":[null,{"type":"text","text":"a\u00e9\ud83d\ude00\n\"\\\/"}]}}`,
+		`{"Type":"turn","turn":2}`, `{"type":"turn","type":"meta"}`, `{"turn":1.0}`, `{"turn":-0}`, `{"turn":01}`,
+		`{"message":{"content":[]},"message":null}`, `{"ts":"2026-01-01T00:00:00Z","status":null,"summary":"\x"}`,
+		`{"message":{"role":"assistant","content":[{"type":"tool_use","input":{"a":[1,2e3,-0.5,true,false,null,"\u0041"]}}]}}`,
+		`{"message":{"content":[{"is_error":true,"is_error":false}]}}`, "{\"text\":\"\xff\"}", `[]`, `null`, `{"turn":9999999999999999999}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		var fast, slow Record
+		ferr := decodeLine(line, &fast)
+		serr := json.Unmarshal(line, &slow)
+		if (ferr == nil) != (serr == nil) {
+			t.Fatalf("decodeLine error %v, encoding/json error %v", ferr, serr)
+		}
+		if ferr == nil && !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("decodeLine gives\n%#v\nencoding/json gives\n%#v", fast, slow)
+		}
+	})
 }

@@ -64,6 +64,10 @@ type Loopback struct {
 	requests []recorded
 	failed   int // requests answered with FailStatus
 	cut      int // streams cut
+	// open and active count the client connections open and those serving a request
+	// now; peakOpen and peakActive the most at once.
+	open, active, peakOpen, peakActive int
+	states                             map[net.Conn]http.ConnState
 }
 
 type recorded struct {
@@ -75,10 +79,44 @@ type recorded struct {
 // (store the Loopback where h finds it first).
 func NewLoopback(h http.Handler, f Faults) *Loopback {
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &Loopback{cancel: cancel, faults: f}
+	l := &Loopback{cancel: cancel, faults: f, states: map[net.Conn]http.ConnState{}}
 	l.srv = httptest.NewUnstartedServer(h)
 	l.srv.Config.BaseContext = func(net.Listener) context.Context { return ctx }
+	l.srv.Config.ConnState = l.connState
 	return l
+}
+
+// connState counts the connections open and active (serving a request).
+func (l *Loopback) connState(c net.Conn, s http.ConnState) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	prev, known := l.states[c]
+	if prev == http.StateActive {
+		l.active--
+	}
+	switch s {
+	case http.StateNew:
+		l.open++
+	case http.StateActive:
+		l.active++
+	case http.StateClosed, http.StateHijacked:
+		if known {
+			l.open--
+		}
+		delete(l.states, c)
+		return
+	}
+	l.states[c] = s
+	l.peakOpen, l.peakActive = max(l.peakOpen, l.open), max(l.peakActive, l.active)
+}
+
+// Connections returns the most client connections that were open at once, and the most
+// that were serving a request at once (a connection kept idle between requests is open,
+// not active).
+func (l *Loopback) Connections() (peakOpen, peakActive int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.peakOpen, l.peakActive
 }
 
 // Start starts serving.

@@ -30,6 +30,7 @@ type Model struct {
 
 	mu       sync.Mutex
 	requests []llm.Request
+	discard  bool // DiscardRequests was called
 }
 
 var _ llm.Model = (*Model)(nil)
@@ -193,9 +194,23 @@ func (m *Model) Unused() []int {
 }
 
 func (m *Model) record(req *llm.Request) {
+	m.mu.Lock()
+	discard := m.discard
+	m.mu.Unlock()
+	if discard {
+		return
+	}
 	c := cloneRequest(req)
 	m.mu.Lock()
 	m.requests = append(m.requests, c)
+	m.mu.Unlock()
+}
+
+// DiscardRequests stops recording requests (and drops those recorded): a run that never
+// reads them (the CLI) does not keep a copy of every history it sent.
+func (m *Model) DiscardRequests() {
+	m.mu.Lock()
+	m.discard, m.requests = true, nil
 	m.mu.Unlock()
 }
 

@@ -315,3 +315,20 @@ func TestNewHandBuiltScenario(t *testing.T) {
 		t.Errorf("error = %v, want llm.ErrBadConfig", err)
 	}
 }
+
+func TestDiscardRequests(t *testing.T) {
+	t.Parallel()
+	s, err := Parse("d", []byte("rules:\n  - reply: {text: hi}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := New(s)
+	for range m.Generate(context.Background(), &llm.Request{Agent: "parent", Messages: []llm.Message{llm.UserText("x")}}) {
+	}
+	m.DiscardRequests()
+	for range m.Generate(context.Background(), &llm.Request{Agent: "parent", Messages: []llm.Message{llm.UserText("y")}}) {
+	}
+	if n := len(m.Requests()); n != 0 {
+		t.Fatalf("%d requests kept after DiscardRequests", n)
+	}
+}

@@ -186,3 +186,19 @@ func TestScenarioFilesLoad(t *testing.T) {
 		})
 	}
 }
+
+// The fan-out scenario parses, launches every job in one reply and answers each agent
+// from its own prompt.
+func TestFanOutScenario(t *testing.T) {
+	t.Parallel()
+	s, err := Parse("fan-out", FanOut{Agents: 12, Spread: time.Second}.YAML())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(s.Rules[0].Reply.ToolCalls); n != 12 {
+		t.Fatalf("%d task calls, want 12", n)
+	}
+	if d := s.Rules[2+7].Reply.Delay; d != 800*time.Millisecond {
+		t.Fatalf("delay of the jobs ending in 7 = %v", d)
+	}
+}

@@ -133,6 +133,10 @@ func (s *Server) Client() *http.Client { return s.lb.Client() }
 // handlers to return. Calling it again does nothing.
 func (s *Server) Close() { s.lb.Close() }
 
+// Connections returns the most client connections open at once, and the most serving a
+// request at once.
+func (s *Server) Connections() (peakOpen, peakActive int) { return s.lb.Connections() }
+
 // Requests returns a copy of every request body received so far, in arrival order,
 // including the ones answered with an error.
 func (s *Server) Requests() [][]byte { return s.lb.Requests() }
