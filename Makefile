@@ -6,7 +6,7 @@ BIN     := bin/stoke
 PKGS    := ./...
 FUZZTIME ?= 3s
 
-.PHONY: all build test unit e2e sdk-deps sdk-test mcp-deps test-deps release-check fuzz bench demo lint clean
+.PHONY: all build test unit e2e e2e-bin sdk-bin sdk-deps sdk-test mcp-deps test-deps release-check fuzz bench demo lint clean
 
 all: build
 
@@ -16,9 +16,27 @@ build:
 # Everything CI runs: vet, staticcheck, the release configuration check, the Claude Agent
 # SDK suite, the race-enabled tests of every other package (e2e included), and short fuzz
 # runs of the readers of untrusted input and of the permission rule matcher.
-test: lint release-check sdk-test mcp-deps test-deps
-	$(GO) test -race -count=1 -shuffle=on $$($(GO) list $(PKGS) | grep -v /e2e/sdk$$)
+test: lint release-check sdk-test mcp-deps test-deps e2e-bin
+	E2E_STOKE_BINARY=$(E2E_BIN) $(GO) test -race -count=1 -shuffle=on -timeout $(TEST_TIMEOUT) $$($(GO) list $(PKGS) | grep -v /e2e/sdk$$)
 	$(MAKE) fuzz
+
+# The stoke binaries the end-to-end suites run (e2e: -race -cover; e2e/sdk: -race), built
+# here before go test starts rather than in the suites' TestMain: on a busy machine the
+# build takes minutes, and inside a test binary it counts against go test's own kill
+# timer. The suites check that the binary named in E2E_STOKE_BINARY / SDK_STOKE_BINARY
+# was built as they need, and build their own when the variable is unset (go test ./e2e).
+TESTBIN := $(CURDIR)/bin/test
+E2E_BIN := $(TESTBIN)/stoke-e2e
+SDK_BIN := $(TESTBIN)/stoke-sdk
+# The bound on each test binary's run: generous, for a loaded 2-core machine (the go
+# default is 10m); the builds above are outside it.
+TEST_TIMEOUT ?= 20m
+
+e2e-bin:
+	$(GO) build -race -cover -buildvcs=auto -o $(E2E_BIN) .
+
+sdk-bin:
+	$(GO) build -race -buildvcs=auto -o $(SDK_BIN) .
 
 # What the tests need from Debian: tmux, for the progress line in a real terminal
 # (e2e TestProgressInTerminal). Installed when missing and we are root (CI); otherwise
@@ -36,10 +54,10 @@ release-check:
 	$(GO) tool -modfile=.ci/goreleaser.mod goreleaser check
 
 unit:
-	$(GO) test -race -count=1 -shuffle=on $$($(GO) list ./... | grep -v /e2e)
+	$(GO) test -race -count=1 -shuffle=on -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v /e2e)
 
-e2e: mcp-deps
-	$(GO) test -race -count=1 ./e2e/...
+e2e: mcp-deps e2e-bin sdk-bin
+	E2E_STOKE_BINARY=$(E2E_BIN) SDK_STOKE_BINARY=$(SDK_BIN) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./e2e/...
 
 # The Claude Agent SDK suite (e2e/sdk): node's test runner drives the built stoke through
 # the official @anthropic-ai/claude-agent-sdk, installed from the npm registry into
@@ -55,8 +73,8 @@ $(SDK_STAMP): $(SDK_DIR)/package.json $(SDK_DIR)/package-lock.json
 
 sdk-deps: $(SDK_STAMP)
 
-sdk-test: sdk-deps
-	$(GO) test -race -count=1 ./$(SDK_DIR)/
+sdk-test: sdk-deps sdk-bin
+	SDK_STOKE_BINARY=$(SDK_BIN) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./$(SDK_DIR)/
 
 # Real MCP servers for the e2e scripts mcp_*.txtar (@modelcontextprotocol/server-everything
 # and server-filesystem), installed from the npm registry into e2e/mcp/node_modules at
