@@ -119,11 +119,19 @@ demo:
 	@./$(BIN) -p "Keep NONCE-$$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n' | tr a-f A-F) safe with a background agent, then ask it for the nonce." \
 		--scenario scenarios/nonce-memory.yaml --output-format stream-json --verbose
 
+# vet and staticcheck read the race build of the packages, the one the tests compile, so
+# that a fresh machine compiles the dependency tree once for both, not twice (about 220 s
+# of CPU less in a cold make test; the only files the race build swaps are the raceEnabled
+# constants of e2e and e2e/sdk). staticcheck itself is built without -race, from go.mod's
+# tool line, and loads the packages with GOFLAGS=-race.
+STATICCHECK := bin/staticcheck
+
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 		if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	$(GO) vet $(PKGS)
-	$(GO) tool staticcheck $(PKGS)
+	$(GO) vet -race $(PKGS)
+	$(GO) build -o $(STATICCHECK) honnef.co/go/tools/cmd/staticcheck
+	GOFLAGS="$$GOFLAGS -race" $(STATICCHECK) $(PKGS)
 
 clean:
 	rm -rf bin
