@@ -1,8 +1,9 @@
-// Tools module of goreleaser, kept out of go.mod: make test runs
+// Tools module of goreleaser, kept out of go.mod: make release-check runs
 //
 //	go tool -modfile=.ci/goreleaser.mod goreleaser check
 //
 // Update with: go get -modfile=.ci/goreleaser.mod -tool github.com/goreleaser/goreleaser/v2@VERSION
+// then make release-schema (the JSON schema make test validates .goreleaser.yaml against).
 module github.com/stoke-cli/stoke
 
 go 1.26.8

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -113,7 +114,7 @@ func parseDefinition(source string, data []byte) (parsed, error) {
 	switch {
 	case d.Name == "":
 		return parsed{}, errors.New("front matter has no name")
-	case len(d.Name) > 64 || !validName.MatchString(d.Name):
+	case len(d.Name) > 64 || !validName().MatchString(d.Name):
 		return parsed{}, fmt.Errorf("name %q: use at most 64 letters, digits and - _ . : (starting with a letter or digit)", d.Name)
 	}
 	d.Tools, p.unknown = fm.Tools.allowList()
@@ -285,7 +286,10 @@ func eventNames() string {
 }
 
 // validName is what a subagent_type may look like: no spaces, no path separators.
-var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]*$`)
+// Compiled on first use, not at start-up.
+var validName = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]*$`)
+})
 
 // splitFrontMatter returns the YAML between the opening and closing --- lines, and the
 // body after them. A UTF-8 byte order mark and CRLF line ends are accepted.
@@ -357,8 +361,10 @@ func decodeYAML(text string) (frontMatter, error) {
 	return fm, nil
 }
 
-// plainKeyValue is a top-level "key: value" line.
-var plainKeyValue = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_-]*):[ \t]+(\S.*?)[ \t]*$`)
+// plainKeyValue is a top-level "key: value" line. Compiled on first use.
+var plainKeyValue = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_-]*):[ \t]+(\S.*?)[ \t]*$`)
+})
 
 // quoteColonValues double-quotes each top-level plain value that contains ": ", and
 // reports whether it changed anything.
@@ -366,7 +372,7 @@ func quoteColonValues(text string) (string, bool) {
 	lines := strings.Split(text, "\n")
 	changed := false
 	for i, line := range lines {
-		m := plainKeyValue.FindStringSubmatch(line)
+		m := plainKeyValue().FindStringSubmatch(line)
 		if m == nil || !strings.Contains(m[2], ": ") || strings.ContainsAny(m[2][:1], `"'[{|>&*!%@#`+"`") {
 			continue
 		}

@@ -72,7 +72,7 @@ func FuzzParseDefinition(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if !validName.MatchString(d.Name) || len(d.Name) > 64 {
+		if !validName().MatchString(d.Name) || len(d.Name) > 64 {
 			t.Fatalf("parsed an invalid name %q", d.Name)
 		}
 		r := ResolveModel(d.Model, map[string]string{"sonnet": "gpt-4.1"}, "openai")

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"sync"
 
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/store"
@@ -181,7 +182,7 @@ func readTurns(history []llm.Message) map[TaskID]int {
 			if b.Type != llm.BlockText {
 				continue
 			}
-			for _, n := range notificationRe.FindAllStringSubmatch(b.Text, -1) {
+			for _, n := range notificationRe().FindAllStringSubmatch(b.Text, -1) {
 				turn, err := strconv.Atoi(n[2])
 				if err == nil && turn > read[TaskID(n[1])] {
 					read[TaskID(n[1])] = turn
@@ -194,4 +195,6 @@ func readTurns(history []llm.Message) map[TaskID]int {
 
 // notificationRe finds a notification's task id and turn (NotificationText writes them in
 // this order, with a few tags between them).
-var notificationRe = regexp.MustCompile(`<task-id>([A-Za-z0-9_-]+)</task-id>(?:\s*<[a-z-]+>[^<]*</[a-z-]+>)*?\s*<turn>(\d+)</turn>`)
+var notificationRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`<task-id>([A-Za-z0-9_-]+)</task-id>(?:\s*<[a-z-]+>[^<]*</[a-z-]+>)*?\s*<turn>(\d+)</turn>`)
+})

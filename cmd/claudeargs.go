@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -245,13 +246,15 @@ func (v variadic) takes(word string, env argEnv) bool {
 		w := strings.TrimSpace(word)
 		return strings.HasPrefix(w, "{") || strings.HasSuffix(w, ".json")
 	case moreBetas:
-		return betaName.MatchString(word)
+		return betaName().MatchString(word)
 	}
 	return false
 }
 
-// betaName is an Anthropic beta header name: a feature and a date.
-var betaName = regexp.MustCompile(`^[a-z0-9-]+-\d{4}-\d{2}-\d{2}$`)
+// betaName is an Anthropic beta header name: a feature and a date. Compiled on first use.
+var betaName = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[a-z0-9-]+-\d{4}-\d{2}-\d{2}$`)
+})
 
 // isRuleList reports whether word is one or more permission rules (comma or space
 // separated) that all name a tool Claude Code or stoke knows: "Read", "Bash(git log:*)",

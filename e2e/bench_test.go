@@ -19,12 +19,23 @@ import (
 	"github.com/stoke-cli/stoke/agents/llm/scripted"
 )
 
-// benchBinary is a plain build (no -cover, no -race) for the process benchmarks.
-var benchBinary = sync.OnceValues(func() (string, error) {
-	out := filepath.Join(h.binDir, "stoke-bench"+exeSuffix())
-	cmd := exec.Command("go", "build", "-o", out, "github.com/stoke-cli/stoke")
-	cmd.Stderr = os.Stderr
+// releaseFlags build a program as .goreleaser.yaml builds the released stoke: static
+// (CGO_ENABLED=0, set in buildRelease), without file paths or symbol tables. The process
+// benchmarks build every program they compare this way, so the ratios are between
+// binaries of the same kind.
+var releaseFlags = []string{"-trimpath", "-ldflags=-s -w"}
+
+// buildRelease builds pkg (run in dir, with env added) into out with releaseFlags.
+func buildRelease(dir, out, pkg string, env ...string) (string, error) {
+	cmd := exec.Command("go", append(append([]string{"build"}, releaseFlags...), "-o", out, pkg)...)
+	cmd.Dir, cmd.Stderr = dir, os.Stderr
+	cmd.Env = append(append(os.Environ(), "CGO_ENABLED=0"), env...)
 	return out, cmd.Run()
+}
+
+// benchBinary is stoke as released (no -cover, no -race) for the process benchmarks.
+var benchBinary = sync.OnceValues(func() (string, error) {
+	return buildRelease("", filepath.Join(h.binDir, "stoke-bench"+exeSuffix()), "github.com/stoke-cli/stoke")
 })
 
 // helloBinary is a Go program that prints one line: the floor any Go CLI starts from on
@@ -38,15 +49,22 @@ var helloBinary = sync.OnceValues(func() (string, error) {
 	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o644); err != nil {
 		return "", err
 	}
-	out := filepath.Join(dir, "hello"+exeSuffix())
-	cmd := exec.Command("go", "build", "-o", out, "main.go")
-	cmd.Dir, cmd.Stderr = dir, os.Stderr
-	cmd.Env = append(os.Environ(), "GO111MODULE=off")
-	return out, cmd.Run()
+	return buildRelease(dir, filepath.Join(dir, "hello"+exeSuffix()), "main.go", "GO111MODULE=off")
 })
 
-// BenchmarkProcess runs stoke as a user would and reports wall time per run (ns/op) and the
-// peak resident set size of the process (peak-RSS-MB, the largest over all runs).
+// sdkFloorBinary is the hello-world program with the official OpenAI and Anthropic SDKs
+// linked (testdata/sdkfloor), at the versions go.mod pins: the start-up no stoke run can
+// go below while it keeps those SDKs, whose package initialisation runs at every start.
+var sdkFloorBinary = sync.OnceValues(func() (string, error) {
+	return buildRelease("", filepath.Join(h.binDir, "sdkfloor"+exeSuffix()), "./testdata/sdkfloor")
+})
+
+// BenchmarkProcess runs stoke as a user would, next to two baselines built the same way,
+// and reports per run the wall time (ns/op) and the CPU time of the process (cpu-ms/op,
+// user plus system), and the peak resident set size (peak-RSS-MB, GNU time, the largest
+// of three runs before the timed ones). The one-turn run is measured twice: with
+// STOKE_HOME on the disk of the temporary directory, and on a tmpfs (/dev/shm), which
+// separates the session's fsyncs from the CPU it spends.
 func BenchmarkProcess(b *testing.B) {
 	bin, err := benchBinary()
 	if err != nil {
@@ -56,56 +74,97 @@ func BenchmarkProcess(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	floor, err := sdkFloorBinary()
+	if err != nil {
+		b.Fatal(err)
+	}
+	oneTurn := []string{"-p", "hi there", "--scenario", filepath.Join(h.scenarios, "hello.yaml"), "--output-format", "stream-json"}
 	cases := []struct {
-		name string
-		bin  string
-		args []string
+		name  string
+		bin   string
+		args  []string
+		tmpfs bool // STOKE_HOME on /dev/shm rather than the temporary directory's disk
 	}{
-		{"hello-world-baseline", hello, nil},
-		{"version", bin, []string{"version"}},
-		{"one-turn", bin, []string{"-p", "hi there", "--scenario", filepath.Join(h.scenarios, "hello.yaml"), "--output-format", "stream-json"}},
-		{"nonce-scenario", bin, []string{"-p", "Keep NONCE-BE7C4 safe with a background agent", "--scenario", filepath.Join(h.scenarios, "nonce-memory.yaml"), "--output-format", "stream-json"}},
+		{"hello-world-baseline", hello, nil, false},
+		{"provider-sdk-floor", floor, nil, false},
+		{"version", bin, []string{"version"}, false},
+		{"one-turn", bin, oneTurn, false},
+		{"one-turn-tmpfs", bin, oneTurn, true},
+		{"nonce-scenario", bin, []string{"-p", "Keep NONCE-BE7C4 safe with a background agent", "--scenario", filepath.Join(h.scenarios, "nonce-memory.yaml"), "--output-format", "stream-json"}, false},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			home := b.TempDir()
+			if c.tmpfs {
+				home = tmpfsDir(b)
+			}
+			env := []string{"STOKE_HOME=" + home}
 			var peakKB int64
-			for b.Loop() {
-				kb, err := runMeasured(c.bin, c.args, "STOKE_HOME="+home)
+			for range 3 {
+				kb, err := peakRSS(c.bin, c.args, env)
 				if err != nil {
 					b.Fatal(err)
 				}
 				peakKB = max(peakKB, kb)
 			}
-			b.ReportMetric(float64(peakKB)/1024, "peak-RSS-MB")
+			var cpu time.Duration
+			n := 0
+			for b.Loop() {
+				d, err := runProcess(c.bin, c.args, env)
+				if err != nil {
+					b.Fatal(err)
+				}
+				cpu += d
+				n++
+			}
+			b.ReportMetric(float64(cpu.Microseconds())/1000/float64(n), "cpu-ms/op")
+			if peakKB > 0 {
+				b.ReportMetric(float64(peakKB)/1024, "peak-RSS-MB")
+			}
 		})
 	}
 }
 
-// runMeasured runs bin and returns its peak RSS in KiB. GNU time measures the program
-// alone; the rusage of a child forked from this (large) test process would count pages of
-// the parent it shared before exec.
-func runMeasured(bin string, args []string, env ...string) (int64, error) {
-	if gnuTime, err := exec.LookPath("/usr/bin/time"); err == nil {
-		cmd := exec.Command(gnuTime, append([]string{"-f", "%M", bin}, args...)...)
-		cmd.Env = append(os.Environ(), env...)
-		var errb bytes.Buffer
-		cmd.Stderr = &errb
-		if err := cmd.Run(); err != nil {
-			return 0, fmt.Errorf("%v\n%s", err, errb.String())
-		}
-		lines := strings.Split(strings.TrimSpace(errb.String()), "\n")
-		return strconv.ParseInt(lines[len(lines)-1], 10, 64)
+// tmpfsDir returns a new directory on /dev/shm, removed when b ends, or skips b.
+func tmpfsDir(b *testing.B) string {
+	dir, err := os.MkdirTemp("/dev/shm", "stoke-bench-")
+	if err != nil {
+		b.Skipf("no tmpfs to put STOKE_HOME on: %v", err)
 	}
+	b.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// runProcess runs bin directly (so the wall time is the program's alone) and returns the
+// CPU time it used.
+func runProcess(bin string, args, env []string) (time.Duration, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), env...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return 0, fmt.Errorf("%v\n%s", err, out)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Run(); err != nil {
+		return 0, fmt.Errorf("%v\n%s", err, errb.String())
 	}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		return ru.Maxrss, nil
+	return cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), nil
+}
+
+// peakRSS runs bin under GNU time and returns its peak RSS in KiB, or 0 without GNU time.
+// GNU time measures the program alone; the rusage of a child forked from this (large)
+// test process would count pages of the parent it shared before exec.
+func peakRSS(bin string, args, env []string) (int64, error) {
+	gnuTime, err := exec.LookPath("/usr/bin/time")
+	if err != nil {
+		return 0, nil
 	}
-	return 0, nil
+	cmd := exec.Command(gnuTime, append([]string{"-f", "%M", bin}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Run(); err != nil {
+		return 0, fmt.Errorf("%v\n%s", err, errb.String())
+	}
+	lines := strings.Split(strings.TrimSpace(errb.String()), "\n")
+	return strconv.ParseInt(lines[len(lines)-1], 10, 64)
 }
 
 // BenchmarkFanOut is the load scenario of issue 12: the parent launches 1,000 background

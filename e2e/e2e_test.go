@@ -28,7 +28,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -36,6 +35,8 @@ import (
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/stoke-cli/stoke/e2e/internal/testbin"
 )
 
 var update = flag.Bool("update", false, "rewrite the files that cmp compares against, inside the txtar archives")
@@ -68,7 +69,7 @@ func runMain(m *testing.M) int {
 	return m.Run()
 }
 
-// prepare builds the binary (with -race when the tests run with it) into dir.
+// prepare puts the stoke binary (-cover, and -race when the tests run with it) into dir.
 func prepare(dir string) (harness, error) {
 	scenarios, err := filepath.Abs(filepath.Join("..", "scenarios"))
 	if err != nil {
@@ -77,19 +78,9 @@ func prepare(dir string) (harness, error) {
 	if _, err := os.Stat(scenarios); err != nil {
 		return harness{}, fmt.Errorf("scenarios directory: %w", err)
 	}
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		return harness{}, fmt.Errorf("find the go command: %w", err)
-	}
-	// -buildvcs=auto: stamp the VCS revision when building from a git checkout, whatever
-	// GOFLAGS says (TestVersionRevision).
-	args := []string{"build", "-cover", "-buildvcs=auto", "-o", filepath.Join(dir, "stoke"+exeSuffix())}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
-	build := exec.Command(goTool, append(args, "github.com/stoke-cli/stoke")...)
-	if out, err := build.CombinedOutput(); err != nil {
-		return harness{}, fmt.Errorf("build stoke: %w\n%s", err, out)
+	// make test builds the binary before go test starts and names it in E2E_STOKE_BINARY.
+	if err := testbin.Stoke("E2E_STOKE_BINARY", filepath.Join(dir, "stoke"+exeSuffix()), testbin.Kind{Race: raceEnabled, Cover: true}); err != nil {
+		return harness{}, err
 	}
 	coverDir := os.Getenv("GOCOVERDIR")
 	if f := flag.Lookup("test.gocoverdir"); coverDir == "" && f != nil {

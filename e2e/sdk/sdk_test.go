@@ -19,6 +19,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stoke-cli/stoke/e2e/internal/testbin"
 )
 
 // stokeBin is the binary TestMain built; read-only afterwards.
@@ -36,13 +38,9 @@ func runMain(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	stokeBin = filepath.Join(dir, "stoke")
-	args := []string{"build", "-o", stokeBin}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
-	build := exec.Command("go", append(args, "github.com/stoke-cli/stoke")...)
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "sdk: build stoke: %v\n%s", err, out)
+	// make sdk-test builds the binary before go test starts and names it in SDK_STOKE_BINARY.
+	if err := testbin.Stoke("SDK_STOKE_BINARY", stokeBin, testbin.Kind{Race: raceEnabled}); err != nil {
+		fmt.Fprintln(os.Stderr, "sdk:", err)
 		return 1
 	}
 	return m.Run()

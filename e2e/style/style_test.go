@@ -225,8 +225,10 @@ func TestImportRulesBite(t *testing.T) {
 }
 
 // Package-level variables are state shared by every caller; the only ones allowed are
-// the kinds that are never written: sentinel errors, compiled regular expressions and
-// interface assertions (var _ I = ...).
+// the kinds that are never written: sentinel errors, compiled regular expressions (or
+// ones compiled on first use: sync.OnceValue of a func that only returns
+// regexp.MustCompile(...), so that start-up does not pay for them) and interface
+// assertions (var _ I = ...).
 func TestNoPackageState(t *testing.T) {
 	t.Parallel()
 	_, _, pkgs := loadModule(t)
@@ -274,8 +276,30 @@ func allowedVar(id *ast.Ident, vs *ast.ValueSpec, i int) string {
 		return "a sentinel error is named Err… (or err…)"
 	case "regexp.MustCompile":
 		return ""
+	case "sync.OnceValue":
+		if lazyRegexp(call) {
+			return ""
+		}
 	}
 	return "only sentinel errors, regexps and interface assertions may be package-level vars"
+}
+
+// lazyRegexp reports whether call, a call of sync.OnceValue, passes a func literal whose
+// body only returns regexp.MustCompile(...).
+func lazyRegexp(call *ast.CallExpr) bool {
+	if len(call.Args) != 1 {
+		return false
+	}
+	fn, ok := call.Args[0].(*ast.FuncLit)
+	if !ok || len(fn.Body.List) != 1 {
+		return false
+	}
+	ret, ok := fn.Body.List[0].(*ast.ReturnStmt)
+	if !ok || len(ret.Results) != 1 {
+		return false
+	}
+	inner, ok := ret.Results[0].(*ast.CallExpr)
+	return ok && callee(inner) == "regexp.MustCompile"
 }
 
 func callee(call *ast.CallExpr) string {
@@ -299,6 +323,9 @@ func TestAllowedVarKinds(t *testing.T) {
 		{`var ErrX = errors.New("x")`, true},
 		{`var errY = fmt.Errorf("y: %w", ErrX)`, true},
 		{`var re = regexp.MustCompile("a")`, true},
+		{`var re = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("a") })`, true},
+		{`var m = sync.OnceValue(func() map[string]int { return map[string]int{} })`, false},
+		{`var re = sync.OnceValue(func() *regexp.Regexp { n++; return regexp.MustCompile("a") })`, false},
 		{`var _ io.Reader = (*T)(nil)`, true},
 		{`var cache = map[string]int{}`, false},
 		{`var count int`, false},
