@@ -174,7 +174,7 @@ func (s *session) endedEarly(runCtx, turnCtx context.Context, reason string) (bo
 	if reason == agents.ReasonCompleted || !errors.Is(context.Cause(turnCtx), sdkhost.ErrInterrupted) {
 		return false, nil
 	}
-	s.writeResult(streamjson.ResultErrorDuringExecution, sdkhost.ErrInterrupted.Error())
+	s.writeResultAs(streamjson.ResultErrorDuringExecution, streamjson.TerminalAborted, sdkhost.ErrInterrupted.Error())
 	s.idle()
 	return true, nil
 }
@@ -185,7 +185,7 @@ func (s *session) userTurn(ctx context.Context, msg llm.Message, perTurnResult b
 	if s.host != nil {
 		var err error
 		if msg, err = s.host.SubmitPrompt(ctx, msg); err != nil {
-			s.writeResult(streamjson.ResultErrorDuringExecution, err.Error())
+			s.writeResultAs(streamjson.ResultErrorDuringExecution, streamjson.TerminalHookStopped, err.Error())
 			s.idle()
 			return nil
 		}

@@ -113,7 +113,7 @@ type session struct {
 	// turnHandle cancels the running parent turn (the budget); nil between turns.
 	turnHandle *turnHandle
 	// denials are the refused tool calls, for the result's permission_denials.
-	denials []any
+	denials []streamjson.PermissionDenial
 	// lastWorkspace is the workspace as the previous parent turn left it.
 	lastWorkspace *workspaceState
 	// rules are --allowedTools and --disallowedTools over the workspace (workspace.go).
@@ -128,6 +128,9 @@ type session struct {
 	wroteFinal  bool
 
 	mcp *mcpState // the MCP servers (mcp.go)
+	// surface rewrites the events of an SDK session for its host (nil otherwise); set
+	// before the first event.
+	surface func(streamjson.Event) streamjson.Event
 }
 
 func newSession(ctx context.Context, opts Options, cp *sdkhost.ControlPlane) (*session, error) {
@@ -155,6 +158,9 @@ func newSession(ctx context.Context, opts Options, cp *sdkhost.ControlPlane) (*s
 	if sdk != nil {
 		s.host = sdk
 		lifecycle = agents.Lifecycles(s.mb, sdk)
+		if opts.sdkMode() {
+			s.surface = sdk.Surface
+		}
 	}
 
 	var history []llm.Message
@@ -245,6 +251,7 @@ func newSession(ctx context.Context, opts Options, cp *sdkhost.ControlPlane) (*s
 	init.PermissionMode = permissionMode(opts.ApprovalMode)
 	init.MCPServers = s.mcpStatuses()
 	init.StokeVersion = opts.Version
+	init.ClaudeCodeVersion = opts.Version
 	s.emit(init)
 	if cp != nil {
 		var h sdkhost.ControlHandler
@@ -270,9 +277,14 @@ func permissionMode(mode string) string {
 	}
 }
 
-// emit writes one event on the stream.
+// emit writes one event on the stream: in an SDK session, as the host's SDK reads it
+// (sdkhost.Host.Surface).
 func (s *session) emit(ev streamjson.Event) {
-	if err := s.enc.Encode(ev); err != nil {
+	out := ev
+	if s.surface != nil {
+		out = s.surface(ev)
+	}
+	if err := s.enc.Encode(out); err != nil {
 		s.opts.Logger.Debug("write event", "err", err)
 	}
 	if s.opts.Observe != nil {
@@ -360,7 +372,7 @@ func (s *session) run(ctx context.Context) error {
 	}
 	if usageErr != nil {
 		if s.numTurns == 0 {
-			s.writeResult(streamjson.ResultErrorDuringExecution, usageErr.Error())
+			s.writeResultAs(streamjson.ResultErrorDuringExecution, streamjson.TerminalSetupFailed, usageErr.Error())
 		}
 		s.endBackground(ctx)
 		return fmt.Errorf("%w: %w", ErrUsage, usageErr)
@@ -441,12 +453,12 @@ func (s *session) fail(ctx context.Context, err error) error {
 		s.writeResult(resultErrorMaxBudget, err.Error())
 		return err
 	case errors.Is(err, errTimeout):
-		s.writeResult(streamjson.ResultErrorDuringExecution, err.Error())
+		s.writeResultAs(streamjson.ResultErrorDuringExecution, streamjson.TerminalAborted, err.Error())
 		return fmt.Errorf("%w: %w", ErrRunFailed, err)
 	}
 	var ie *InterruptedError
 	if errors.As(err, &ie) || errors.As(context.Cause(ctx), &ie) {
-		s.writeResult(streamjson.ResultErrorDuringExecution, ie.Error())
+		s.writeResultAs(streamjson.ResultErrorDuringExecution, streamjson.TerminalAborted, ie.Error())
 		return ie
 	}
 	s.writeResult(streamjson.ResultErrorDuringExecution, err.Error())
@@ -465,33 +477,43 @@ func (s *session) interrupted(cause error) error {
 }
 
 // writeResult writes a result line: on the event stream with stream-json, as the single
-// object with json, as plain text with text.
+// object with json, as plain text with text. Its terminal_reason follows the subtype; an
+// error_during_execution result says a model error (writeResultAs names another).
 func (s *session) writeResult(subtype, errText string) {
+	terminal := streamjson.TerminalModelError
+	switch subtype {
+	case streamjson.ResultSuccess:
+		terminal = streamjson.TerminalCompleted
+	case streamjson.ResultErrorMaxTurns:
+		terminal = streamjson.TerminalMaxTurns
+	case resultErrorMaxBudget:
+		terminal = streamjson.TerminalBudget
+	}
+	s.writeResultAs(subtype, terminal, errText)
+}
+
+// writeResultAs is writeResult with the terminal_reason given.
+func (s *session) writeResultAs(subtype, terminal, errText string) {
 	usage, cost := s.meter.total()
 	r := streamjson.NewResult(subtype)
 	s.mu.Lock()
 	if len(s.denials) > 0 {
-		r.PermissionDenials = append([]any(nil), s.denials...)
+		r.PermissionDenials = append([]streamjson.PermissionDenial(nil), s.denials...)
 	}
 	s.mu.Unlock()
 	r.DurationMS = time.Since(s.start).Milliseconds()
 	r.DurationAPIMS = s.apiTime.Milliseconds()
 	r.NumTurns = s.numTurns
-	r.Usage = usage
+	r.Usage = streamjson.Usage(usage)
+	r.ModelUsage = s.meter.models()
 	r.TotalCostUSD = cost
+	r.TerminalReason = terminal
 	if subtype == streamjson.ResultSuccess {
 		r.Result = s.lastText
 		stop := s.lastStop
 		r.StopReason = &stop
-		r.TerminalReason = "completed"
 	} else {
 		r.Errors = []string{errText}
-		switch subtype {
-		case streamjson.ResultErrorMaxTurns:
-			r.TerminalReason = "max_turns"
-		default:
-			r.TerminalReason = "aborted"
-		}
 	}
 	s.wroteFinal = true
 	switch s.opts.OutputFormat {

@@ -52,13 +52,16 @@ type Options struct {
 	// NoPrompt (permission mode dontAsk) never asks the host, even with
 	// PermissionPromptStdio: what the mode refuses is refused.
 	NoPrompt bool
+	// Dialect is the SDK that drives stoke: DialectClaude ("" too) or DialectQwen
+	// (--channel=SDK). It decides the tool names of the SDK surface (Surface).
+	Dialect string
 }
 
 // IsZero reports whether o asks for nothing (Tools: nil is all, empty is none).
 func (o Options) IsZero() bool {
 	return !o.PermissionPromptStdio && o.AllowedTools == nil && o.DisallowedTools == nil && o.Tools == nil &&
 		!o.IncludePartialMessages && o.MaxBudgetUSD == 0 && o.SystemPrompt == "" && o.AppendSystemPrompt == "" &&
-		o.Agents == nil && !o.SessionStates && !o.NoPrompt
+		o.Agents == nil && !o.SessionStates && !o.NoPrompt && o.Dialect == ""
 }
 
 // permissionOptions reports whether o sets Claude Code's permission options.

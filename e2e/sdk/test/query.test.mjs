@@ -11,11 +11,12 @@ test("a string prompt: init, the assistant's reply, one success result, a clean 
   const init = ofType(messages, "system", "init");
   assert.ok(init.length >= 1, "a system/init message");
   assert.equal(init[0].model, "scripted-sdk");
-  assert.ok(init[0].tools.includes("task"), `tools ${init[0].tools}`);
+  assert.ok(init[0].tools.includes("Task"), `tools ${init[0].tools}`);
+  assert.equal(init[0].claude_code_version, init[0].stoke_version, "claude_code_version is stoke's version");
 
   const assistant = ofType(messages, "assistant");
   assert.equal(assistant.length, 1);
-  assert.deepEqual(assistant[0].message.content, [{ type: "text", text: "Hello from stoke! You said: hi there" }]);
+  assert.deepEqual(assistant[0].message.content, [{ type: "text", text: "Hello from stoke! You said: hi there", citations: null }]);
 
   const rs = results(messages);
   assert.equal(rs.length, 1, `results: ${JSON.stringify(rs)}\nstderr: ${stderr.join("")}`);
