@@ -67,7 +67,9 @@ func (s *session) newHost(ctx context.Context, cp *sdkhost.ControlPlane, model l
 		Options: o.SDK, Control: cp, SDKMode: o.sdkMode(), Mode: mode,
 		Model: model, ModelName: o.ModelName,
 		SessionID: s.id, CWD: o.CWD, TranscriptPath: transcript, Version: o.Version,
-		Emit: s.emit, Catalog: func() agents.Catalog { return s.reg.Catalog() }, Logger: o.Logger,
+		Emit: s.emit, Catalog: func() agents.Catalog { return s.reg.Catalog() },
+		Tasks: func() sdkhost.Tasks { return s.reg }, MCPServers: s.mcpServerStatuses,
+		Logger: o.Logger,
 	})
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/stoke-cli/stoke/agents/permission"
 	"github.com/stoke-cli/stoke/agents/secrets"
 	"github.com/stoke-cli/stoke/agents/tools"
+	"github.com/stoke-cli/stoke/headless/sdkhost"
 )
 
 // MCPOptions configure the run's MCP servers (docs/mcp.md).
@@ -190,6 +191,15 @@ func (s *session) mcpStatuses() []any {
 	out := []any{}
 	for _, st := range s.mcp.m.Statuses() {
 		out = append(out, mcpServerStatus{Name: st.Name, Status: st.Status})
+	}
+	return out
+}
+
+// mcpServerStatuses are the servers for an SDK host's mcp_status.
+func (s *session) mcpServerStatuses() []sdkhost.MCPServerStatus {
+	var out []sdkhost.MCPServerStatus
+	for _, st := range s.mcp.m.Statuses() {
+		out = append(out, sdkhost.MCPServerStatus{Name: st.Name, Status: st.Status, Error: st.Error, Tools: st.Tools})
 	}
 	return out
 }

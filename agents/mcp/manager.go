@@ -57,6 +57,8 @@ type Status struct {
 	Status string
 	// Error says why it failed (credentials from the configuration cut out).
 	Error string
+	// Tools are a connected server's tools, as the server names them.
+	Tools []string
 }
 
 // Manager owns the MCP servers of one run. A server starts the first time Start or
@@ -209,6 +211,9 @@ func (m *Manager) Statuses() []Status {
 			st.Status = StatusConnected
 			if err := errors.Join(s.err, s.lostErr()); err != nil {
 				st.Status, st.Error = StatusFailed, err.Error()
+			}
+			for _, t := range s.tools {
+				st.Tools = append(st.Tools, t.name)
 			}
 		}
 		out = append(out, st)

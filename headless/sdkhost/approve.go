@@ -122,7 +122,7 @@ func (a sdkApprover) Approve(ctx context.Context, call tools.Call, kind tools.Ki
 		return true, nil, ""
 	case a.rules.Allowed(call, mode):
 		return true, nil, ""
-	case !h.opts.PermissionPromptStdio || h.opts.NoPrompt:
+	case !h.opts.PermissionPromptStdio || h.liveNoPrompt():
 		return false, nil, fmt.Sprintf("the permission mode %s does not allow %s calls and nobody can approve them in this run", streamjson.PermissionMode(string(mode)), kind)
 	}
 	return a.ask(ctx, call, kind)

@@ -26,18 +26,10 @@ var errHostCancelled = errors.New("the host cancelled the request")
 // ControlHandler answers the control requests the host sends (*Host is one).
 // HandleControl is called on the stdin reader's goroutine, one request at a time, in stdin
 // order; it must not wait for anything that needs the reader (a control response, another
-// stdin line). A nil response is written as {}. An error is written as an error reply; an
-// *unsupportedError for a subtype stoke does not implement.
+// stdin line). A nil response is written as {}. An error is written as an error reply,
+// whose error_code is a *ControlError's Code (codeFailed for any other error).
 type ControlHandler interface {
 	HandleControl(in streamjson.Input) (response any, err error)
-}
-
-// unsupportedError refuses a control request subtype stoke does not implement: its reply
-// carries error_code "unsupported_request", with the message the SDK itself uses.
-type unsupportedError struct{ subtype string }
-
-func (e *unsupportedError) Error() string {
-	return "Unsupported control request subtype: " + e.subtype
 }
 
 // ControlPlane is the stream-json stdin of a session and the control protocol spoken on it.
@@ -221,17 +213,17 @@ func (c *ControlPlane) answerRequest(in streamjson.Input) {
 	h, enc := c.h, c.enc
 	c.hmu.Unlock()
 	var resp any
-	err := error(&unsupportedError{subtype: in.Subtype})
+	err := unsupported(in.Subtype, "")
 	if h != nil {
 		resp, err = h.HandleControl(in)
 	}
 	var reply *streamjson.ControlResponse
-	var unsupported *unsupportedError
+	var ce *ControlError
 	switch {
-	case errors.As(err, &unsupported):
-		reply = streamjson.NewControlError(in.RequestID, err.Error(), streamjson.ErrorCodeUnsupported)
+	case errors.As(err, &ce):
+		reply = streamjson.NewControlError(in.RequestID, err.Error(), ce.Code)
 	case err != nil:
-		reply = streamjson.NewControlError(in.RequestID, err.Error(), "")
+		reply = streamjson.NewControlError(in.RequestID, err.Error(), codeFailed)
 	default:
 		reply = streamjson.NewControlSuccess(in.RequestID, resp)
 	}
