@@ -79,7 +79,7 @@ func TestSDK(t *testing.T) {
 			name := strings.TrimSuffix(filepath.Base(file), ".test.mjs")
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
-				runNode(t, node, env, "--test", "--test-reporter=spec", file)
+				runNode(t, node, env, "--test", "--test-reporter=spec", "--test-timeout=60000", file)
 			})
 		}
 	})

@@ -61,7 +61,7 @@ test("the initialize reply: agents, models, account, stoke's version", async (t)
   assert.ok(init.stoke_version, "stoke_version in the initialize reply");
 });
 
-test("a control request stoke does not implement is refused, and the session goes on", async (t) => {
+test("control requests mid-session: refused or answered, and the session goes on", async (t) => {
   const { opts } = setup(t, "sdk-chat.yaml");
   let release;
   const released = new Promise((r) => (release = r));
@@ -70,11 +70,15 @@ test("a control request stoke does not implement is refused, and the session goe
     await released;
   }
   const q = query({ prompt: prompt(), options: opts });
-  await assert.rejects(q.mcpServerStatus(), /Unsupported control request subtype: mcp_status/);
-  await q.setModel("scripted-other");
-  const mode = await q.setPermissionMode("acceptEdits");
-  assert.equal(mode?.mode ?? "acceptEdits", "acceptEdits");
-  release();
+  try {
+    await assert.rejects(q.rewindFiles("u1"), /Unsupported control request subtype: rewind_files/);
+    assert.deepEqual(await q.mcpServerStatus(), []);
+    await q.setModel("scripted-other");
+    const mode = await q.setPermissionMode("acceptEdits");
+    assert.equal(mode?.mode, "acceptEdits");
+  } finally {
+    release();
+  }
   const rs = results(await collect(q));
   assert.deepEqual(rs.map((r) => r.subtype), ["success"]);
 });
