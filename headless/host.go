@@ -181,9 +181,15 @@ func (s *session) endedEarly(runCtx, turnCtx context.Context, reason string) (bo
 	return true, nil
 }
 
-// userTurn runs one user turn: the host may block it first (an error result, and the
-// session goes on).
+// userTurn runs one user turn: the host may block it first, and the parent's model may
+// not take its images or documents (an error result, and the session goes on).
 func (s *session) userTurn(ctx context.Context, msg llm.Message, perTurnResult bool) error {
+	if err := s.checkInput(msg); err != nil {
+		s.opts.Logger.Warn("user message refused", "err", err)
+		s.writeResultAs(streamjson.ResultErrorDuringExecution, streamjson.TerminalImageError, err.Error())
+		s.idle()
+		return nil
+	}
 	if s.host != nil {
 		var err error
 		if msg, err = s.host.SubmitPrompt(ctx, msg); err != nil {
@@ -212,4 +218,12 @@ func endedBeforeStart(cause error) error {
 		return ie
 	}
 	return fmt.Errorf("%w: %w", ErrRunFailed, cause)
+}
+
+// checkInput reports whether the parent's model takes every block of a user message.
+func (s *session) checkInput(msg llm.Message) error {
+	if s.parentModel == nil {
+		return nil
+	}
+	return llm.CheckInput(s.parentModel, msg)
 }

@@ -32,6 +32,9 @@ type modelTotal struct {
 	cost  float64
 }
 
+// Unwrap returns the metered model (llm.Wrapper).
+func (m *meter) Unwrap() llm.Model { return m.Model }
+
 // Generate implements llm.Model.
 func (m *meter) Generate(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
 	return func(yield func(llm.Event, error) bool) {

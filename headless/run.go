@@ -97,6 +97,8 @@ type session struct {
 	out    *streamjson.Encoder // the final result object with --output-format json
 	reg    *agents.Registry
 	parent *agents.Runtime
+	// parentModel is the parent's model, which says what media it takes (llm.CheckInput).
+	parentModel llm.Model
 	mb     *mailbox
 	meter  *meter                // the model of every agent, with the run's usage and cost
 	cp     *sdkhost.ControlPlane // stream-json stdin (nil with a text prompt)
@@ -244,6 +246,7 @@ func newSession(ctx context.Context, opts Options, cp *sdkhost.ControlPlane) (*s
 		parentCfg = s.host.Parent(parentCfg)
 	}
 	s.parent = agents.NewRuntime(parentCfg)
+	s.parentModel = parentCfg.Model
 
 	init := streamjson.NewInit()
 	init.CWD, init.Model, init.Tools = opts.CWD, opts.ModelName, parentTools.Names()

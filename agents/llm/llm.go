@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
+	"strings"
 	"time"
 )
 
@@ -77,7 +78,7 @@ func (s *Source) Describe() string {
 	case SourceURL:
 		return "url " + s.URL
 	case SourceBase64:
-		return fmt.Sprintf("%s, %d bytes", s.MediaType, base64.StdEncoding.DecodedLen(len(s.Data)))
+		return fmt.Sprintf("%s, %d bytes", s.MediaType, decodedLen(s.Data))
 	default:
 		return fmt.Sprintf("%s text, %d bytes", cmp.Or(s.MediaType, "text/plain"), len(s.Data))
 	}
@@ -85,6 +86,12 @@ func (s *Source) Describe() string {
 
 // TextBlock returns a text block.
 func TextBlock(s string) Block { return Block{Type: BlockText, Text: s} }
+
+// decodedLen is the number of bytes the base64 text s holds.
+func decodedLen(s string) int {
+	s = strings.TrimRight(s, "=")
+	return base64.RawStdEncoding.DecodedLen(len(s))
+}
 
 // Message is one entry of a chat history.
 type Message struct {

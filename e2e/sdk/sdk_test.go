@@ -22,10 +22,19 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stoke-cli/stoke/agents/llm/anthropic/anthropictest"
+	"github.com/stoke-cli/stoke/agents/llm/openai/openaitest"
+	"github.com/stoke-cli/stoke/agents/llm/scripted"
 )
 
-// stokeBin is the binary TestMain built; read-only afterwards.
-var stokeBin string
+// stokeBin is the binary TestMain built; the mock model endpoints TestMain serves (an
+// OpenAI-compatible one, ending in /v1, and an Anthropic one), backed by the scripted
+// model of scenarios/sdk-media.yaml. Read-only afterwards.
+var (
+	stokeBin                string
+	openaiURL, anthropicURL string
+)
 
 func TestMain(m *testing.M) {
 	os.Exit(runMain(m))
@@ -48,6 +57,16 @@ func runMain(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "sdk: build stoke: %v\n%s", err, out)
 		return 1
 	}
+	s, err := scripted.Load(filepath.Join("..", "..", "scenarios", "sdk-media.yaml"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sdk:", err)
+		return 1
+	}
+	oa := openaitest.New(scripted.New(s))
+	defer oa.Close()
+	an := anthropictest.New(scripted.New(s))
+	defer an.Close()
+	openaiURL, anthropicURL = oa.URL(), an.URL()
 	return m.Run()
 }
 
@@ -73,7 +92,8 @@ func TestSDK(t *testing.T) {
 		t.Fatalf("no test files in test/: %v", err)
 	}
 	corpus := t.TempDir()
-	env := append(os.Environ(), "STOKE_BIN="+stokeBin, "STOKE_SCENARIOS="+scenarios, "STOKE_SDK_CORPUS="+corpus, "NO_COLOR=1")
+	env := append(os.Environ(), "STOKE_BIN="+stokeBin, "STOKE_SCENARIOS="+scenarios, "STOKE_SDK_CORPUS="+corpus, "NO_COLOR=1",
+		"STOKE_MOCK_OPENAI_URL="+openaiURL, "STOKE_MOCK_ANTHROPIC_URL="+anthropicURL)
 	t.Run("files", func(t *testing.T) {
 		for _, file := range files {
 			name := strings.TrimSuffix(filepath.Base(file), ".test.mjs")

@@ -25,6 +25,9 @@ func newSwitchModel(m llm.Model, name string) *switchModel {
 	return &switchModel{Model: m, def: name}
 }
 
+// Unwrap returns the parent's model (llm.Wrapper).
+func (m *switchModel) Unwrap() llm.Model { return m.Model }
+
 // set chooses the parent's model; "" goes back to the configured one. Safe for concurrent use.
 func (m *switchModel) set(name string) {
 	m.mu.Lock()
