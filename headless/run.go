@@ -99,12 +99,12 @@ type session struct {
 	parent *agents.Runtime
 	// parentModel is the parent's model, which says what media it takes (llm.CheckInput).
 	parentModel llm.Model
-	mb     *mailbox
-	meter  *meter                // the model of every agent, with the run's usage and cost
-	cp     *sdkhost.ControlPlane // stream-json stdin (nil with a text prompt)
-	host   host                  // the SDK host's side (nil for a plain run)
-	chat   *store.Transcript     // the parent's transcript (nil without a home)
-	start  time.Time
+	mb          *mailbox
+	meter       *meter                // the model of every agent, with the run's usage and cost
+	cp          *sdkhost.ControlPlane // stream-json stdin (nil with a text prompt)
+	host        host                  // the SDK host's side (nil for a plain run)
+	chat        *store.Transcript     // the parent's transcript (nil without a home)
+	start       time.Time
 	// sess is the session directory (nil without a home); created its creation time.
 	sess    *store.Session
 	created time.Time

@@ -377,7 +377,7 @@ func checkSource(b wireBlock) error {
 	s := b.Source
 	switch {
 	case s == nil:
-		return errors.New("Field required")
+		return errors.New("field required")
 	case s.Type == llm.SourceURL && s.URL != "":
 		return nil
 	case b.Type == llm.BlockImage && s.Type == llm.SourceBase64 && slices.Contains(llm.ImageMediaTypes, s.MediaType) && s.Data != "":
