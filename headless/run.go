@@ -46,10 +46,16 @@ func Run(ctx context.Context, opts Options) error {
 	var cp *sdkhost.ControlPlane // stream-json stdin, with an SDK host's initialize request
 	if opts.InputFormat == InputStreamJSON {
 		var err error
-		if cp, err = sdkhost.Start(ctx, opts.Stdin, opts.sdkMode(), opts.Logger); err != nil {
+		if cp, err = sdkhost.Start(ctx, opts.Stdin, opts.sdkMode(), opts.SDK.Dialect, opts.Logger); err != nil {
 			return endedBeforeStart(err)
 		}
 		defer cp.Close()
+		if err := cp.InitError(); err != nil {
+			// The host asked for what stoke cannot apply: say so, and end the run rather
+			// than leave the host waiting on a session it did not ask for.
+			cp.RefuseInitialize(opts.Stdout, opts.SessionID)
+			return fmt.Errorf("%w: %w", ErrUsage, err)
+		}
 	}
 	s, err := newSession(ctx, opts, cp)
 	if err != nil {
@@ -222,7 +228,17 @@ func newSession(ctx context.Context, opts Options, cp *sdkhost.ControlPlane) (*s
 			s.reminder = &r
 		}
 	}
-	s.mcp = s.startMCP(ctx, s.reg.Catalog())
+	s.mcp = s.newMCP(ctx, s.reg.Catalog())
+	if cp != nil {
+		// From here the host's lines are routed (its initialize request answered first):
+		// the MCP servers that run in the host start through the control plane.
+		var h sdkhost.ControlHandler
+		if sdk != nil {
+			h = sdk
+		}
+		cp.Attach(h, s.enc)
+	}
+	s.mcp.start()
 	parentTools := s.parentTools(ws)
 	var chat agents.ChatStore
 	if s.chat != nil {
@@ -256,13 +272,6 @@ func newSession(ctx context.Context, opts Options, cp *sdkhost.ControlPlane) (*s
 	init.StokeVersion = opts.Version
 	init.ClaudeCodeVersion = opts.Version
 	s.emit(init)
-	if cp != nil {
-		var h sdkhost.ControlHandler
-		if sdk != nil {
-			h = sdk
-		}
-		cp.Attach(h, s.enc)
-	}
 	return s, nil
 }
 

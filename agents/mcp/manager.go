@@ -45,6 +45,9 @@ type Options struct {
 	Logger *slog.Logger
 	// ClientName and ClientVersion identify stoke to the servers.
 	ClientName, ClientVersion string
+	// SDK returns the transport of an SDK host's in-process server (type "sdk"); without
+	// it such a server fails to start.
+	SDK func(server string) (sdk.Transport, error)
 	// Dial, when set, replaces the transports this package builds from a ServerConfig
 	// (tests connect in-process servers with it). Stop, when not nil, is called at Close
 	// after the session is closed.
@@ -307,7 +310,7 @@ func (m *Manager) connect(ctx context.Context, s *server) (*sdk.ClientSession, f
 	if m.opts.Dial != nil {
 		c.t, c.stop, err = m.opts.Dial(ctx, s.name, s.conf)
 	} else {
-		c, err = m.transport(s.conf)
+		c, err = m.transport(s.name, s.conf)
 	}
 	if err != nil {
 		return nil, nil, nil, err

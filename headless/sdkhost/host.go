@@ -286,5 +286,8 @@ func (h *Host) initializeReply(line int) (any, error) {
 	if len(h.hooks) > 0 {
 		reply["hooks_applied"] = true
 	}
+	if cp.init.mcpApplied {
+		reply["mcp_servers_applied"] = true
+	}
 	return reply, nil
 }
