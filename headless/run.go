@@ -445,6 +445,11 @@ func (s *session) turn(ctx context.Context, msg llm.Message, perTurnResult bool)
 		return nil
 	case agents.ReasonMaxTurns:
 		return fmt.Errorf("%w: %w", ErrMaxTurns, res.Err)
+	case agents.ReasonError:
+		if errors.Is(res.Err, sdkhost.ErrMaxSessionTurns) {
+			return fmt.Errorf("%w: %w", ErrMaxTurns, res.Err)
+		}
+		return fmt.Errorf("%w: %w", ErrRunFailed, res.Err)
 	case agents.ReasonCancelled:
 		return res.Err
 	default:
@@ -458,6 +463,9 @@ func (s *session) fail(ctx context.Context, err error) error {
 	s.reg.CancelAll(err)
 	_ = s.reg.Wait(context.WithoutCancel(ctx))
 	switch {
+	case errors.Is(err, sdkhost.ErrMaxSessionTurns):
+		s.writeResult(streamjson.ResultErrorMaxTurns, fmt.Sprintf("Reached max session turns (%d)", s.opts.SDK.MaxSessionTurns))
+		return err
 	case errors.Is(err, ErrMaxTurns):
 		s.writeResult(streamjson.ResultErrorMaxTurns, fmt.Sprintf("Reached maximum number of turns (%d)", s.opts.MaxTurns))
 		return err

@@ -140,3 +140,38 @@ func TestSDKQwenAgentList(t *testing.T) {
 		t.Errorf("init agents = %s", init.Get("agents").Raw)
 	}
 }
+
+// --max-session-turns caps the parent's model calls over the whole session, not per turn:
+// the call past the cap ends the run with error_max_turns.
+func TestSDKMaxSessionTurns(t *testing.T) {
+	t.Parallel()
+	m := model(t, `
+rules:
+  - agent: parent
+    when: {last_user_contains: "hello"}
+    reply: {text: "hi"}
+  - agent: parent
+    reply:
+      tool_calls: [{name: glob, input: {pattern: "*"}}]
+`)
+	o := sdkOpts(t, m)
+	o.SDK.MaxSessionTurns = 3
+	h := startHost(t, o)
+	h.user("hello")
+	first := h.next("the first result", isType("result"))
+	h.user("look around")
+	lines, err := h.wait()
+	if !errors.Is(err, ErrMaxTurns) {
+		t.Errorf("Run = %v, want ErrMaxTurns", err)
+	}
+	if first.Get("subtype").Str != "success" {
+		t.Errorf("first result = %s", first.Raw)
+	}
+	last := filter(lines, isType("result"))
+	if r := last[len(last)-1]; r.Get("subtype").Str != "error_max_turns" || !strings.Contains(r.Get("errors.0").Str, "max session turns (3)") {
+		t.Errorf("last result = %s", r.Raw)
+	}
+	if n := len(m.Requests()); n != 3 {
+		t.Errorf("the model was asked %d times, want 3 (1 for hello, 2 for the loop)", n)
+	}
+}

@@ -57,7 +57,8 @@ export function setup(t, scenario, extra = {}) {
 }
 
 // qwenSetup is setup for Qwen Code's SDK: pathToQwenExecutable, and the environment
-// stoke needs (the Qwen SDK adds it to the host's).
+// stoke needs (the Qwen SDK adds it to the host's). The SDK hands stoke's stderr to the
+// stderr callback at log level debug only (with its own debug lines).
 export function qwenSetup(t, scenario, extra = {}) {
   const dir = workspace(t);
   const stderr = [];
@@ -65,6 +66,7 @@ export function qwenSetup(t, scenario, extra = {}) {
     pathToQwenExecutable: stokeBin,
     cwd: dir,
     stderr: (s) => stderr.push(s),
+    logLevel: "debug",
     ...extra,
     env: stokeEnv(dir, scenario, extra.env),
   };

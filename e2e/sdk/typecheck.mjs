@@ -42,7 +42,7 @@ const qwenTypes = {
 const required = {
   claude: ["system/init", "assistant", "user", "result/success", "result/error_during_execution", "stream_event",
     "system/task_started", "system/task_progress", "system/task_notification"],
-  qwen: [],
+  qwen: ["system/init", "assistant", "user", "result/success", "result/error_max_turns", "system/task_started", "system/task_notification"],
 };
 
 const kindOf = (m) => (m.type === "system" || m.type === "result" ? `${m.type}/${m.subtype}` : m.type);

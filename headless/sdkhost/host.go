@@ -119,6 +119,7 @@ func New(ctx context.Context, cfg Config) *Host {
 	}
 	if cfg.Model != nil {
 		h.model = newSwitchModel(cfg.Model, cfg.ModelName)
+		h.model.limit = h.opts.MaxSessionTurns
 	}
 	return h
 }

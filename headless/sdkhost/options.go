@@ -56,13 +56,17 @@ type Options struct {
 	// Dialect is the SDK that drives stoke: DialectClaude ("" too) or DialectQwen
 	// (--channel=SDK). It decides the tool names of the SDK surface (Surface).
 	Dialect string
+	// MaxSessionTurns, when positive, caps the parent's model calls over the whole
+	// session (Qwen Code's --max-session-turns): the call past it ends the run with
+	// error_max_turns (ErrMaxSessionTurns).
+	MaxSessionTurns int
 }
 
 // IsZero reports whether o asks for nothing (Tools: nil is all, empty is none).
 func (o Options) IsZero() bool {
 	return !o.PermissionPromptStdio && o.AllowedTools == nil && o.DisallowedTools == nil && o.Tools == nil &&
 		!o.IncludePartialMessages && o.MaxBudgetUSD == 0 && o.SystemPrompt == "" && o.AppendSystemPrompt == "" &&
-		o.Agents == nil && !o.SessionStates && !o.NoPrompt && o.Dialect == ""
+		o.Agents == nil && !o.SessionStates && !o.NoPrompt && o.Dialect == "" && o.MaxSessionTurns == 0
 }
 
 // permissionOptions reports whether o sets Claude Code's permission options.
@@ -312,6 +316,27 @@ func canonicalTools(dialect string, names []string) []string {
 			n = c
 		}
 		out = append(out, n)
+	}
+	return out
+}
+
+// QwenRules maps the tool names of permission rules written for Qwen Code
+// (run_shell_command, run_shell_command(rm *), grep_search, ...) to stoke's; rules in
+// Claude Code's or stoke's names are kept.
+func QwenRules(rules []string) []string {
+	if rules == nil {
+		return nil
+	}
+	out := make([]string, 0, len(rules))
+	for _, r := range rules {
+		name, rest, hasPattern := strings.Cut(strings.TrimSpace(r), "(")
+		if c, ok := canonicalTool(DialectQwen, strings.TrimSpace(name)); ok {
+			name = c
+		}
+		if hasPattern {
+			name += "(" + rest
+		}
+		out = append(out, name)
 	}
 	return out
 }
