@@ -137,3 +137,16 @@ export function gate() {
   const p = new Promise((r) => (open = r));
   return { wait: () => p, open };
 }
+
+// held is a streaming prompt that yields the messages before, then keeps stdin open
+// until release is called, then yields the messages after: the session stays open for
+// the test's control requests.
+export function held(before, after = []) {
+  const g = gate();
+  async function* prompt() {
+    for (const m of before) yield m;
+    await g.wait();
+    for (const m of after) yield m;
+  }
+  return { prompt: prompt(), release: g.open };
+}

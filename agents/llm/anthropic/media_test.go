@@ -64,12 +64,8 @@ func TestMediaBlocks(t *testing.T) {
 			if strings.ReplaceAll(got.Raw, `,"cache_control":{"type":"ephemeral"}`, "") != tt.wire {
 				t.Errorf("block sent = %s\nwant %s", got.Raw, tt.wire)
 			}
-			var text strings.Builder
-			for _, ev := range evs {
-				text.WriteString(ev.Text)
-			}
-			if text.String() != tt.saw {
-				t.Errorf("the model saw %q, want %q", text.String(), tt.saw)
+			if got := llmtest.TextOf(evs); got != tt.saw {
+				t.Errorf("the model saw %q, want %q", got, tt.saw)
 			}
 		})
 	}

@@ -2,7 +2,6 @@ package openai
 
 import (
 	"errors"
-	"strings"
 	"testing"
 
 	"github.com/tidwall/gjson"
@@ -70,12 +69,8 @@ func TestMediaParts(t *testing.T) {
 			if got := gjson.GetBytes(body, "messages.0.content.1").Raw; got != tt.wire {
 				t.Errorf("part sent = %s\nwant %s", got, tt.wire)
 			}
-			var text strings.Builder
-			for _, ev := range evs {
-				text.WriteString(ev.Text)
-			}
-			if text.String() != tt.saw {
-				t.Errorf("the model saw %q, want %q", text.String(), tt.saw)
+			if got := llmtest.TextOf(evs); got != tt.saw {
+				t.Errorf("the model saw %q, want %q", got, tt.saw)
 			}
 		})
 	}

@@ -61,11 +61,7 @@ func TestMediaTemplate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var text strings.Builder
-	for _, ev := range evs {
-		text.WriteString(ev.Text)
-	}
-	if want := `saw image (image/png, 8 bytes); document (text/plain text, 5 bytes) "spec"`; text.String() != want {
-		t.Errorf("text = %q, want %q", text.String(), want)
+	if got, want := llmtest.TextOf(evs), `saw image (image/png, 8 bytes); document (text/plain text, 5 bytes) "spec"`; got != want {
+		t.Errorf("text = %q, want %q", got, want)
 	}
 }

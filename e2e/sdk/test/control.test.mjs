@@ -5,7 +5,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { query, setup, results, ofType, userMessage, gate, collect } from "../harness.mjs";
+import { query, setup, results, ofType, userMessage, held, collect } from "../harness.mjs";
 
 // settle resolves to {ok, value} or {ok:false, error} within ms, or rejects: a request that
 // is neither answered nor refused hangs, and that is the failure this suite looks for.
@@ -22,12 +22,8 @@ function settle(p, what, ms = 10_000) {
 
 test("stopTask() stops a background agent: a stopped notification with its partial findings", { timeout: 30_000 }, async (t) => {
   const { opts, stderr } = setup(t, "sdk-stop.yaml");
-  const done = gate();
-  async function* prompt() {
-    yield userMessage("Start the slow search in the background.");
-    await done.wait();
-  }
-  const q = query({ prompt: prompt(), options: opts });
+  const { prompt, release } = held([userMessage("Start the slow search in the background.")]);
+  const q = query({ prompt, options: opts });
   const messages = [];
   let stopped, again;
   for await (const m of q) {
@@ -39,7 +35,7 @@ test("stopTask() stops a background agent: a stopped notification with its parti
     if (m.type === "system" && m.subtype === "task_notification") {
       again = await settle(q.stopTask(m.task_id), "stopTask again");
     }
-    if (m.type === "result" && results(messages).length === 2) done.open();
+    if (m.type === "result" && results(messages).length === 2) release();
   }
   assert.equal(stopped?.ok, true, `stopTask: ${stopped?.error}\nstderr: ${stderr.join("")}`);
   assert.equal(again.ok, false, "a task that no longer runs cannot be stopped");
@@ -59,14 +55,10 @@ test("stopTask() stops a background agent: a stopped notification with its parti
 
 test("stopTask() of a task that does not exist is refused with task_not_found", async (t) => {
   const { opts } = setup(t, "sdk-chat.yaml");
-  const done = gate();
-  async function* prompt() {
-    yield userMessage("hi");
-    await done.wait();
-  }
-  const q = query({ prompt: prompt(), options: opts });
+  const { prompt, release } = held([userMessage("hi")]);
+  const q = query({ prompt, options: opts });
   const r = await settle(q.stopTask("a0123456789abcdef"), "stopTask");
-  done.open();
+  release();
   await collect(q);
   assert.equal(r.ok, false);
   assert.equal(r.error.errorCode, "task_not_found");
@@ -89,13 +81,8 @@ test("every control request the SDK can send is answered or refused with an erro
     assert.ok(subtypes.includes(must), `${must} among the SDK's requests`);
   }
   const { opts, stderr } = setup(t, "sdk-chat.yaml");
-  const done = gate();
-  async function* prompt() {
-    yield userMessage("remember apple");
-    await done.wait();
-    yield userMessage("now banana");
-  }
-  const q = query({ prompt: prompt(), options: opts });
+  const { prompt, release } = held([userMessage("remember apple")], [userMessage("now banana")]);
+  const q = query({ prompt, options: opts });
   await q.initializationResult();
   const answers = {};
   for (const subtype of subtypes) {
@@ -106,7 +93,7 @@ test("every control request the SDK can send is answered or refused with an erro
       assert.match(r.error.errorCode ?? "", /^[a-z][a-z0-9_]*$/, `${subtype} refused without an errorCode: ${r.error.message}`);
     }
   }
-  done.open();
+  release();
   const rs = results(await collect(q));
   assert.deepEqual(rs.map((r) => r.result), ["First: apple", "Second: banana, after apple"],
     `the session goes on after every request\nstderr: ${stderr.join("")}`);
@@ -121,12 +108,8 @@ test("every control request the SDK can send is answered or refused with an erro
 
 test("the SDK's public methods: answered, or rejected with a typed error the app can switch on", async (t) => {
   const { opts } = setup(t, "sdk-chat.yaml");
-  const done = gate();
-  async function* prompt() {
-    yield userMessage("hi");
-    await done.wait();
-  }
-  const q = query({ prompt: prompt(), options: opts });
+  const { prompt, release } = held([userMessage("hi")]);
+  const q = query({ prompt, options: opts });
   const status = await settle(q.mcpServerStatus(), "mcpServerStatus");
   assert.deepEqual(status, { ok: true, value: [] });
   const mode = await settle(q.setPermissionMode("dontAsk"), "setPermissionMode");
@@ -147,6 +130,6 @@ test("the SDK's public methods: answered, or rejected with a typed error the app
   const again = await settle(q.reinitialize(), "reinitialize");
   assert.equal(again.ok, false, "initialize is accepted once");
   assert.equal(again.error.errorCode, "initialize_failed");
-  done.open();
+  release();
   await collect(q);
 });
