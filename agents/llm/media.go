@@ -76,8 +76,15 @@ func checkBlock(m Model, b Block) error {
 	return &InputError{Model: outer, Type: b.Type, Source: b.Source.Describe(), Reason: "it takes text only"}
 }
 
-// ImageMediaTypes are the image formats the Anthropic and OpenAI APIs take.
-var ImageMediaTypes = []string{"image/jpeg", "image/png", "image/gif", "image/webp"}
+// ImageMediaType reports whether mt is an image format the Anthropic and OpenAI APIs take:
+// JPEG, PNG, GIF or WebP.
+func ImageMediaType(mt string) bool {
+	switch mt {
+	case "image/jpeg", "image/png", "image/gif", "image/webp":
+		return true
+	}
+	return false
+}
 
 // CheckMedia is the common part of a provider's CheckInput: the block has a source of a
 // kind in kinds, and an image's media type is one of ImageMediaTypes. model names the
@@ -91,8 +98,8 @@ func CheckMedia(model string, b Block, kinds ...string) error {
 		return fail("the block has no source")
 	case !slices.Contains(kinds, b.Source.Type):
 		return fail(fmt.Sprintf("a %s source is not supported (want %v)", b.Source.Type, kinds))
-	case b.Type == BlockImage && b.Source.Type == SourceBase64 && !slices.Contains(ImageMediaTypes, b.Source.MediaType):
-		return fail(fmt.Sprintf("images must be one of %v", ImageMediaTypes))
+	case b.Type == BlockImage && b.Source.Type == SourceBase64 && !ImageMediaType(b.Source.MediaType):
+		return fail("images must be image/jpeg, image/png, image/gif or image/webp")
 	}
 	return nil
 }

@@ -82,7 +82,7 @@ func TestCheckMedia(t *testing.T) {
 	}{
 		{llm.Block{Type: llm.BlockImage}, "no source"},
 		{llm.Block{Type: llm.BlockImage, Source: &llm.Source{Type: llm.SourceText, Data: "x"}}, "a text source is not supported"},
-		{llm.Block{Type: llm.BlockImage, Source: &llm.Source{Type: llm.SourceBase64, MediaType: "image/bmp"}}, "images must be one of"},
+		{llm.Block{Type: llm.BlockImage, Source: &llm.Source{Type: llm.SourceBase64, MediaType: "image/bmp"}}, "images must be image/jpeg, image/png"},
 		{llm.Block{Type: llm.BlockImage, Source: &llm.Source{Type: llm.SourceURL, URL: "https://x/a.bmp"}}, ""},
 	} {
 		err := llm.CheckMedia("m", tt.b, llm.SourceBase64, llm.SourceURL)

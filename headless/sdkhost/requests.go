@@ -52,40 +52,58 @@ func unsupported(subtype, why string) error {
 	return &ControlError{Code: codeUnsupported, Msg: msg}
 }
 
-// refused says why stoke does not implement a subtype the Claude Agent SDK or Qwen Code's
-// SDK can send. Every other subtype is refused with the SDK's plain message.
-var refused = map[string]string{
-	"set_max_thinking_tokens":          "stoke sends no thinking configuration",
-	"set_effort":                       "stoke sends no reasoning effort",
-	"get_context_usage":                "stoke does not measure context usage",
-	"get_usage":                        "the result lines carry usage and total_cost_usd",
-	"get_usage_info":                   "the result lines carry usage and total_cost_usd",
-	"get_available_models":             "the initialize reply lists the model",
-	"supported_commands":               "stoke has no slash commands",
-	"background_tasks":                 "a running foreground task stays in the foreground; launch it with run_in_background",
-	"rewind_files":                     "stoke keeps no file checkpoints",
-	"rename_session":                   "stoke sessions have ids, not names",
-	"generate_session_title":           "stoke sessions have ids, not names",
-	"export_conversation":              "use stoke sessions export",
-	"cancel_async_message":             "user messages run in the order they came",
-	"continue_last_turn":               "send a user message to go on",
-	"apply_flag_settings":              "stoke reads its own settings (.stoke/settings.yaml)",
-	"update_settings":                  "stoke reads its own settings (.stoke/settings.yaml)",
-	"get_settings":                     "stoke reads its own settings (.stoke/settings.yaml)",
-	"list_permission_rules":            "the rules are the --allowedTools and --disallowedTools the run was started with",
-	"mcp_set_servers":                  "a run's MCP servers are fixed when it starts",
-	"mcp_reconnect":                    "a run's MCP servers are fixed when it starts",
-	"mcp_toggle":                       "a run's MCP servers are fixed when it starts",
-	"mcp_read_resource":                "stoke reads no MCP resources",
-	"mcp_authenticate":                 "stoke does no MCP OAuth",
-	"mcp_clear_auth":                   "stoke does no MCP OAuth",
-	"mcp_oauth_callback_url":           "stoke does no MCP OAuth",
-	"set_mcp_permission_mode_override": "MCP calls follow the permission mode and rules",
-	"reload_plugins":                   "stoke has no plugins",
-	"reload_skills":                    "stoke has no skills",
-	"reload_output_styles":             "stoke has one output style",
-	"read_file":                        "stoke serves no files to the host",
-	"set_cwd":                          "the working directory is fixed when the run starts",
+// refusal says why stoke does not implement a subtype the Claude Agent SDK or Qwen Code's
+// SDK can send; "" for a subtype it knows nothing of.
+func refusal(subtype string) string {
+	switch subtype {
+	case "set_max_thinking_tokens":
+		return "stoke sends no thinking configuration"
+	case "set_effort":
+		return "stoke sends no reasoning effort"
+	case "get_context_usage":
+		return "stoke does not measure context usage"
+	case "get_usage", "get_usage_info":
+		return "the result lines carry usage and total_cost_usd"
+	case "get_available_models":
+		return "the initialize reply lists the model"
+	case "supported_commands":
+		return "stoke has no slash commands"
+	case "background_tasks":
+		return "a running foreground task stays in the foreground; launch it with run_in_background"
+	case "rewind_files":
+		return "stoke keeps no file checkpoints"
+	case "rename_session", "generate_session_title":
+		return "stoke sessions have ids, not names"
+	case "export_conversation":
+		return "use stoke sessions export"
+	case "cancel_async_message":
+		return "user messages run in the order they came"
+	case "continue_last_turn":
+		return "send a user message to go on"
+	case "apply_flag_settings", "update_settings", "get_settings":
+		return "stoke reads its own settings (.stoke/settings.yaml)"
+	case "list_permission_rules":
+		return "the rules are the --allowedTools and --disallowedTools the run was started with"
+	case "mcp_set_servers", "mcp_reconnect", "mcp_toggle":
+		return "a run's MCP servers are fixed when it starts"
+	case "mcp_read_resource":
+		return "stoke reads no MCP resources"
+	case "mcp_authenticate", "mcp_clear_auth", "mcp_oauth_callback_url":
+		return "stoke does no MCP OAuth"
+	case "set_mcp_permission_mode_override":
+		return "MCP calls follow the permission mode and rules"
+	case "reload_plugins":
+		return "stoke has no plugins"
+	case "reload_skills":
+		return "stoke has no skills"
+	case "reload_output_styles":
+		return "stoke has one output style"
+	case "read_file":
+		return "stoke serves no files to the host"
+	case "set_cwd":
+		return "the working directory is fixed when the run starts"
+	}
+	return ""
 }
 
 // HandleControl answers the host's control requests (ControlHandler).
@@ -116,7 +134,7 @@ func (h *Host) HandleControl(in streamjson.Input) (any, error) {
 		// stoke's edit tools need no earlier read of the file: nothing to seed.
 		return map[string]any{}, nil
 	}
-	return nil, unsupported(in.Subtype, refused[in.Subtype])
+	return nil, unsupported(in.Subtype, refusal(in.Subtype))
 }
 
 // parsePermissionMode reads a permission mode in Claude Code's vocabulary or Qwen Code's

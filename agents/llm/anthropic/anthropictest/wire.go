@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -380,7 +379,7 @@ func checkSource(b wireBlock) error {
 		return errors.New("field required")
 	case s.Type == llm.SourceURL && s.URL != "":
 		return nil
-	case b.Type == llm.BlockImage && s.Type == llm.SourceBase64 && slices.Contains(llm.ImageMediaTypes, s.MediaType) && s.Data != "":
+	case b.Type == llm.BlockImage && s.Type == llm.SourceBase64 && llm.ImageMediaType(s.MediaType) && s.Data != "":
 		return nil
 	case b.Type == llm.BlockDocument && s.Type == llm.SourceBase64 && s.MediaType == "application/pdf" && s.Data != "":
 		return nil
