@@ -87,7 +87,7 @@ func ImageMediaType(mt string) bool {
 }
 
 // CheckMedia is the common part of a provider's CheckInput: the block has a source of a
-// kind in kinds, and an image's media type is one of ImageMediaTypes. model names the
+// kind in kinds, and an image's media type is one ImageMediaType takes. model names the
 // model in the error.
 func CheckMedia(model string, b Block, kinds ...string) error {
 	fail := func(reason string) error {
