@@ -10,7 +10,7 @@ import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { createSdkMcpServer, tool as qwenTool } from "@qwen-code/sdk";
 import { z as z3 } from "zod/v3";
-import { qwenQuery, qwenSetup, collect, results, ofType } from "../harness.mjs";
+import { qwenQuery, qwenSetup, collect, results, ofType, held, userMessage } from "../harness.mjs";
 
 test("a plain query: init in Qwen Code's keys, the reply, one success result", async (t) => {
   const { opts, stderr } = qwenSetup(t, "sdk-chat.yaml");
@@ -178,4 +178,44 @@ test("an in-process MCP server of Qwen Code's SDK answers through the control pr
   assert.deepEqual(calls, [[2, 3]], `stderr: ${stderr.filter((l) => !l.includes("[DEBUG]")).join("")}`);
   assert.equal(results(messages).at(-1).result, "The tool said: 5");
   assert.deepEqual(ofType(messages, "system", "init")[0].mcp_servers, [{ name: "calc", status: "connected" }]);
+});
+
+test("every control request of Qwen Code's SDK is answered or refused, and the session goes on", { timeout: 60_000 }, async (t) => {
+  const { opts } = qwenSetup(t, "sdk-chat.yaml");
+  const { prompt, release } = held([userMessage("remember apple")], [userMessage("now banana")]);
+  const q = qwenQuery({ prompt, options: opts });
+  const answers = {};
+  const calls = [
+    ["interrupt", () => q.interrupt()],
+    ["setPermissionMode", () => q.setPermissionMode("auto-edit")],
+    ["setModel", () => q.setModel("scripted-sdk")],
+    ["mcpServerStatus", () => q.mcpServerStatus()],
+    ["continueLastTurn", () => q.continueLastTurn()],
+    ["getContextUsage", () => q.getContextUsage()],
+    ["setEffort", () => q.setEffort("low")],
+    ["getAvailableModels", () => q.getAvailableModels()],
+    ["getUsageInfo", () => q.getUsageInfo()],
+    ["supportedCommands", () => q.supportedCommands()],
+  ];
+  const messages = [];
+  for await (const m of q) {
+    messages.push(m);
+    if (m.type !== "result" || results(messages).length !== 1) continue;
+    // Between the two turns: nothing runs, so the interrupt interrupts nothing.
+    for (const [name, call] of calls) {
+      answers[name] = await Promise.race([
+        call().then(() => "answered", (e) => `refused: ${e.message}`),
+        sleep(10_000).then(() => "no answer"),
+      ]);
+    }
+    release();
+  }
+  const rs = results(messages);
+  for (const name of ["interrupt", "setPermissionMode", "setModel", "mcpServerStatus"]) {
+    assert.equal(answers[name], "answered", `${name}: ${answers[name]}`);
+  }
+  for (const name of ["continueLastTurn", "getContextUsage", "setEffort", "getAvailableModels", "getUsageInfo", "supportedCommands"]) {
+    assert.match(answers[name], /^refused: Unsupported control request subtype: \w+/, name);
+  }
+  assert.deepEqual(rs.map((r) => r.result), ["First: apple", "Second: banana, after apple"]);
 });
