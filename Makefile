@@ -71,11 +71,12 @@ unit:
 e2e: mcp-deps e2e-bin sdk-bin
 	E2E_STOKE_BINARY=$(E2E_BIN) SDK_STOKE_BINARY=$(SDK_BIN) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./e2e/...
 
-# The Claude Agent SDK suite (e2e/sdk): node's test runner drives the built stoke through
-# the official @anthropic-ai/claude-agent-sdk, installed from the npm registry into
-# e2e/sdk/node_modules at the version package-lock.json pins (again only when the lock
-# changes). Needs node 20+ and npm; the SDK's optional native Claude Code binary is not
-# downloaded.
+# The SDK suite (e2e/sdk): node's test runner drives the built stoke through the official
+# @anthropic-ai/claude-agent-sdk and Qwen Code's @qwen-code/sdk, and the pinned typescript
+# checks every message they yielded against their declarations; all installed from the npm
+# registry into e2e/sdk/node_modules at the versions package-lock.json pins (again only
+# when the lock changes). Needs node 20+ and npm; the optional native Claude Code binary
+# is not downloaded.
 SDK_DIR   := e2e/sdk
 SDK_STAMP := $(SDK_DIR)/node_modules/.stoke-installed
 

@@ -188,6 +188,7 @@ trusted (--trust-project, or trusted-projects in $STOKE_HOME/settings.yaml).`,
 	addMCPFlags(cmd.Flags())
 	addRecordFlags(cmd.Flags())
 	addClaudeFlags(cmd.Flags())
+	addQwenFlags(cmd.Flags())
 
 	cmd.AddCommand(NewCmdVersion(deps))
 	cmd.AddCommand(NewCmdCompletion(deps))

@@ -36,6 +36,9 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, args []strin
 	if err != nil {
 		return err
 	}
+	if err := applyQwenFlags(flags, claude); err != nil { // before loadConfig too: --channel=SDK maps --approval-mode auto
+		return err
+	}
 	if err := promptArgument(flags, args); err != nil { // before loadConfig: it sets --prompt
 		return err
 	}

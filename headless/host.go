@@ -67,7 +67,9 @@ func (s *session) newHost(ctx context.Context, cp *sdkhost.ControlPlane, model l
 		Options: o.SDK, Control: cp, SDKMode: o.sdkMode(), Mode: mode,
 		Model: model, ModelName: o.ModelName,
 		SessionID: s.id, CWD: o.CWD, TranscriptPath: transcript, Version: o.Version,
-		Emit: s.emit, Catalog: func() agents.Catalog { return s.reg.Catalog() }, Logger: o.Logger,
+		Emit: s.emit, Catalog: func() agents.Catalog { return s.reg.Catalog() },
+		Tasks: func() sdkhost.Tasks { return s.reg }, MCPServers: s.mcpServerStatuses,
+		Logger: o.Logger,
 	})
 }
 
@@ -174,18 +176,24 @@ func (s *session) endedEarly(runCtx, turnCtx context.Context, reason string) (bo
 	if reason == agents.ReasonCompleted || !errors.Is(context.Cause(turnCtx), sdkhost.ErrInterrupted) {
 		return false, nil
 	}
-	s.writeResult(streamjson.ResultErrorDuringExecution, sdkhost.ErrInterrupted.Error())
+	s.writeResultAs(streamjson.ResultErrorDuringExecution, streamjson.TerminalAborted, sdkhost.ErrInterrupted.Error())
 	s.idle()
 	return true, nil
 }
 
-// userTurn runs one user turn: the host may block it first (an error result, and the
-// session goes on).
+// userTurn runs one user turn: the host may block it first, and the parent's model may
+// not take its images or documents (an error result, and the session goes on).
 func (s *session) userTurn(ctx context.Context, msg llm.Message, perTurnResult bool) error {
+	if err := s.checkMedia(msg); err != nil {
+		s.opts.Logger.Warn("user message refused", "err", err)
+		s.writeResultAs(streamjson.ResultErrorDuringExecution, streamjson.TerminalImageError, err.Error())
+		s.idle()
+		return nil
+	}
 	if s.host != nil {
 		var err error
 		if msg, err = s.host.SubmitPrompt(ctx, msg); err != nil {
-			s.writeResult(streamjson.ResultErrorDuringExecution, err.Error())
+			s.writeResultAs(streamjson.ResultErrorDuringExecution, streamjson.TerminalHookStopped, err.Error())
 			s.idle()
 			return nil
 		}
@@ -210,4 +218,12 @@ func endedBeforeStart(cause error) error {
 		return ie
 	}
 	return fmt.Errorf("%w: %w", ErrRunFailed, cause)
+}
+
+// checkMedia reports whether the parent's model takes every block of a user message.
+func (s *session) checkMedia(msg llm.Message) error {
+	if s.parentModel == nil {
+		return nil
+	}
+	return llm.CheckInput(s.parentModel, msg)
 }

@@ -34,7 +34,7 @@ func TestHostOnlyWhenAskedFor(t *testing.T) {
 			var cp *sdkhost.ControlPlane
 			if o.InputFormat == InputStreamJSON {
 				var err error
-				if cp, err = sdkhost.Start(t.Context(), o.Stdin, o.sdkMode(), o.Logger); err != nil {
+				if cp, err = sdkhost.Start(t.Context(), o.Stdin, o.sdkMode(), o.SDK.Dialect, o.Logger); err != nil {
 					t.Fatal(err)
 				}
 				defer cp.Close()

@@ -3,17 +3,21 @@ package headless
 import (
 	"context"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	sdkmcp "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/stoke-cli/stoke/agents"
 	"github.com/stoke-cli/stoke/agents/mcp"
 	"github.com/stoke-cli/stoke/agents/permission"
 	"github.com/stoke-cli/stoke/agents/secrets"
 	"github.com/stoke-cli/stoke/agents/tools"
+	"github.com/stoke-cli/stoke/headless/sdkhost"
 )
 
 // MCPOptions configure the run's MCP servers (docs/mcp.md).
@@ -52,14 +56,25 @@ type mcpServerStatus struct {
 // came from, env-deny). A server's own env entries may set them again, explicitly.
 func mcpEnv(p *secrets.Policy) []string { return p.Environ(os.Environ()) }
 
-// startMCP registers the configured servers and the agents' own, then starts the
-// configured ones (the parent's tools) in parallel and waits until each has connected or
-// failed. A server that fails is reported on stderr and in system/init; the run goes on.
-// The servers agents name only for themselves start when such an agent first runs.
-func (s *session) startMCP(ctx context.Context, cat agents.Catalog) *mcpState {
+// newMCP registers the configured servers, the SDK host's (its in-process servers and
+// those its initialize request delivered) and the agents' own. Nothing starts yet (start).
+func (s *session) newMCP(ctx context.Context, cat agents.Catalog) *mcpState {
 	st := &mcpState{ctx: ctx, own: map[string][]string{}}
+	servers := s.opts.MCP.Servers
+	var sdkTransport func(string) (sdkmcp.Transport, error)
+	if h, ok := s.host.(*sdkhost.Host); ok {
+		if hs := h.MCPServers(); len(hs) > 0 {
+			servers = maps.Clone(servers)
+			if servers == nil {
+				servers = map[string]mcp.ServerConfig{}
+			}
+			maps.Copy(servers, hs) // the app's own configuration wins
+		}
+		sdkTransport = h.MCPTransport
+	}
 	st.m = mcp.NewManager(mcp.Options{
-		Servers:       s.opts.MCP.Servers,
+		Servers:       servers,
+		SDK:           sdkTransport,
 		Env:           mcpEnv(s.opts.Secrets),
 		Dir:           s.opts.CWD,
 		StartTimeout:  s.opts.MCP.StartTimeout,
@@ -67,15 +82,23 @@ func (s *session) startMCP(ctx context.Context, cat agents.Catalog) *mcpState {
 		ClientName:    "stoke",
 		ClientVersion: s.opts.Version,
 	})
-	for name := range s.opts.MCP.Servers {
+	for name := range servers {
 		st.parent = append(st.parent, name)
 	}
 	slices.Sort(st.parent)
 	for _, typ := range cat.Names() {
 		st.own[typ] = s.agentServers(st.m, cat[typ])
 	}
-	st.m.Start(ctx, st.parent...)
 	return st
+}
+
+// start starts the configured servers (the parent's tools) in parallel and waits until
+// each has connected or failed. A server that fails is reported on stderr and in
+// system/init; the run goes on. The servers agents name only for themselves start when
+// such an agent first runs. An SDK host's in-process servers start through the control
+// plane, which must be attached.
+func (st *mcpState) start() {
+	st.m.Start(st.ctx, st.parent...)
 }
 
 // agentServers registers the inline servers of def that may start and returns the names
@@ -190,6 +213,15 @@ func (s *session) mcpStatuses() []any {
 	out := []any{}
 	for _, st := range s.mcp.m.Statuses() {
 		out = append(out, mcpServerStatus{Name: st.Name, Status: st.Status})
+	}
+	return out
+}
+
+// mcpServerStatuses are the servers for an SDK host's mcp_status.
+func (s *session) mcpServerStatuses() []sdkhost.MCPServerStatus {
+	var out []sdkhost.MCPServerStatus
+	for _, st := range s.mcp.m.Statuses() {
+		out = append(out, sdkhost.MCPServerStatus{Name: st.Name, Status: st.Status, Error: st.Error, Tools: st.Tools})
 	}
 	return out
 }

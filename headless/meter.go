@@ -8,6 +8,7 @@ import (
 
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/llm/price"
+	"github.com/stoke-cli/stoke/streamjson"
 )
 
 // meter is the model every agent of a run calls through, the parent and its subagents
@@ -19,10 +20,20 @@ type meter struct {
 	prices  price.Table
 	charged func()
 
-	mu    sync.Mutex
+	mu      sync.Mutex
+	usage   llm.Usage
+	cost    float64
+	byModel map[string]*modelTotal // the same, by the model that answered
+}
+
+// modelTotal is one model's usage and cost.
+type modelTotal struct {
 	usage llm.Usage
 	cost  float64
 }
+
+// Unwrap returns the metered model (llm.Wrapper).
+func (m *meter) Unwrap() llm.Model { return m.Model }
 
 // Generate implements llm.Model.
 func (m *meter) Generate(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
@@ -39,9 +50,20 @@ func (m *meter) Generate(ctx context.Context, req *llm.Request) iter.Seq2[llm.Ev
 }
 
 func (m *meter) add(model string, u llm.Usage) {
+	cost := m.prices.Cost(model, u)
 	m.mu.Lock()
 	m.usage = m.usage.Add(u)
-	m.cost += m.prices.Cost(model, u)
+	m.cost += cost
+	if m.byModel == nil {
+		m.byModel = map[string]*modelTotal{}
+	}
+	t := m.byModel[model]
+	if t == nil {
+		t = &modelTotal{}
+		m.byModel[model] = t
+	}
+	t.usage = t.usage.Add(u)
+	t.cost += cost
 	m.mu.Unlock()
 	if m.charged != nil {
 		m.charged()
@@ -53,4 +75,19 @@ func (m *meter) total() (llm.Usage, float64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.usage, m.cost
+}
+
+// models returns the usage and cost so far by model: the result's modelUsage.
+func (m *meter) models() map[string]streamjson.ModelUsage {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[string]streamjson.ModelUsage, len(m.byModel))
+	for name, t := range m.byModel {
+		out[name] = streamjson.ModelUsage{
+			InputTokens: t.usage.InputTokens, OutputTokens: t.usage.OutputTokens,
+			CacheReadInputTokens: t.usage.CacheReadInputTokens, CacheCreationInputTokens: t.usage.CacheCreationInputTokens,
+			CostUSD: t.cost,
+		}
+	}
+	return out
 }

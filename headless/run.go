@@ -47,10 +47,16 @@ func Run(ctx context.Context, opts Options) error {
 	var cp *sdkhost.ControlPlane // stream-json stdin, with an SDK host's initialize request
 	if opts.InputFormat == InputStreamJSON {
 		var err error
-		if cp, err = sdkhost.Start(ctx, opts.Stdin, opts.sdkMode(), opts.Logger); err != nil {
+		if cp, err = sdkhost.Start(ctx, opts.Stdin, opts.sdkMode(), opts.SDK.Dialect, opts.Logger); err != nil {
 			return endedBeforeStart(err)
 		}
 		defer cp.Close()
+		if err := cp.InitError(); err != nil {
+			// The host asked for what stoke cannot apply: say so, and end the run rather
+			// than leave the host waiting on a session it did not ask for.
+			cp.RefuseInitialize(opts.Stdout, opts.SessionID)
+			return fmt.Errorf("%w: %w", ErrUsage, err)
+		}
 	}
 	s, err := newSession(ctx, opts, cp)
 	if err != nil {
@@ -98,12 +104,14 @@ type session struct {
 	out    *streamjson.Encoder // the final result object with --output-format json
 	reg    *agents.Registry
 	parent *agents.Runtime
-	mb     *mailbox
-	meter  *meter                // the model of every agent, with the run's usage and cost
-	cp     *sdkhost.ControlPlane // stream-json stdin (nil with a text prompt)
-	host   host                  // the SDK host's side (nil for a plain run)
-	chat   *store.Transcript     // the parent's transcript (nil without a home)
-	start  time.Time
+	// parentModel is the parent's model, which says what media it takes (llm.CheckInput).
+	parentModel llm.Model
+	mb          *mailbox
+	meter       *meter                // the model of every agent, with the run's usage and cost
+	cp          *sdkhost.ControlPlane // stream-json stdin (nil with a text prompt)
+	host        host                  // the SDK host's side (nil for a plain run)
+	chat        *store.Transcript     // the parent's transcript (nil without a home)
+	start       time.Time
 	// sess is the session directory (nil without a home); opened holds its lock and
 	// session.json.
 	sess   *store.Session
@@ -116,7 +124,7 @@ type session struct {
 	// turnHandle cancels the running parent turn (the budget); nil between turns.
 	turnHandle *turnHandle
 	// denials are the refused tool calls, for the result's permission_denials.
-	denials []any
+	denials []streamjson.PermissionDenial
 	// lastWorkspace is the workspace as the previous parent turn left it.
 	lastWorkspace *workspaceState
 	// rules are --allowedTools and --disallowedTools over the workspace (workspace.go).
@@ -131,6 +139,9 @@ type session struct {
 	wroteFinal  bool
 
 	mcp *mcpState // the MCP servers (mcp.go)
+	// surface rewrites the events of an SDK session for its host (nil otherwise); set
+	// before the first event.
+	surface func(streamjson.Event) streamjson.Event
 }
 
 func newSession(ctx context.Context, opts Options, cp *sdkhost.ControlPlane) (_ *session, err error) {
@@ -168,6 +179,9 @@ func newSession(ctx context.Context, opts Options, cp *sdkhost.ControlPlane) (_ 
 	if sdk != nil {
 		s.host = sdk
 		lifecycle = agents.Lifecycles(s.mb, sdk)
+		if opts.sdkMode() {
+			s.surface = sdk.Surface
+		}
 	}
 
 	history := st.history
@@ -230,7 +244,17 @@ func newSession(ctx context.Context, opts Options, cp *sdkhost.ControlPlane) (_ 
 	for _, m := range st.unread {
 		s.reminder = append(s.reminder, m.Content...)
 	}
-	s.mcp = s.startMCP(ctx, s.reg.Catalog())
+	s.mcp = s.newMCP(ctx, s.reg.Catalog())
+	if cp != nil {
+		// From here the host's lines are routed (its initialize request answered first):
+		// the MCP servers that run in the host start through the control plane.
+		var h sdkhost.ControlHandler
+		if sdk != nil {
+			h = sdk
+		}
+		cp.Attach(h, s.enc)
+	}
+	s.mcp.start()
 	parentTools := s.parentTools(ws)
 	var chat agents.ChatStore
 	if s.chat != nil {
@@ -254,6 +278,7 @@ func newSession(ctx context.Context, opts Options, cp *sdkhost.ControlPlane) (_ 
 		parentCfg = s.host.Parent(parentCfg)
 	}
 	s.parent = agents.NewRuntime(parentCfg)
+	s.parentModel = parentCfg.Model
 
 	init := streamjson.NewInit()
 	init.CWD, init.Model, init.Tools = opts.CWD, opts.ModelName, parentTools.Names()
@@ -261,14 +286,8 @@ func newSession(ctx context.Context, opts Options, cp *sdkhost.ControlPlane) (_ 
 	init.PermissionMode = permissionMode(opts.ApprovalMode)
 	init.MCPServers = s.mcpStatuses()
 	init.StokeVersion = opts.Version
+	init.ClaudeCodeVersion = opts.Version
 	s.emit(init)
-	if cp != nil {
-		var h sdkhost.ControlHandler
-		if sdk != nil {
-			h = sdk
-		}
-		cp.Attach(h, s.enc)
-	}
 	return s, nil
 }
 
@@ -286,9 +305,14 @@ func permissionMode(mode string) string {
 	}
 }
 
-// emit writes one event on the stream.
+// emit writes one event on the stream: in an SDK session, as the host's SDK reads it
+// (sdkhost.Host.Surface).
 func (s *session) emit(ev streamjson.Event) {
-	if err := s.enc.Encode(ev); err != nil {
+	out := ev
+	if s.surface != nil {
+		out = s.surface(ev)
+	}
+	if err := s.enc.Encode(out); err != nil {
 		s.opts.Logger.Debug("write event", "err", err)
 	}
 	if s.opts.Observe != nil {
@@ -397,7 +421,7 @@ func (s *session) run(ctx context.Context) error {
 	}
 	if usageErr != nil {
 		if s.numTurns == 0 {
-			s.writeResult(streamjson.ResultErrorDuringExecution, usageErr.Error())
+			s.writeResultAs(streamjson.ResultErrorDuringExecution, streamjson.TerminalSetupFailed, usageErr.Error())
 		}
 		s.endBackground(ctx)
 		return fmt.Errorf("%w: %w", ErrUsage, usageErr)
@@ -491,6 +515,11 @@ func (s *session) turn(ctx context.Context, msg llm.Message, perTurnResult bool)
 		return nil
 	case agents.ReasonMaxTurns:
 		return fmt.Errorf("%w: %w", ErrMaxTurns, res.Err)
+	case agents.ReasonError:
+		if errors.Is(res.Err, sdkhost.ErrMaxSessionTurns) {
+			return fmt.Errorf("%w: %w", ErrMaxTurns, res.Err)
+		}
+		return fmt.Errorf("%w: %w", ErrRunFailed, res.Err)
 	case agents.ReasonCancelled:
 		return res.Err
 	default:
@@ -504,6 +533,9 @@ func (s *session) fail(ctx context.Context, err error) error {
 	s.reg.CancelAll(err)
 	_ = s.reg.Wait(context.WithoutCancel(ctx))
 	switch {
+	case errors.Is(err, sdkhost.ErrMaxSessionTurns):
+		s.writeResult(streamjson.ResultErrorMaxTurns, fmt.Sprintf("Reached max session turns (%d)", s.opts.SDK.MaxSessionTurns))
+		return err
 	case errors.Is(err, agents.ErrStopLoop):
 		s.writeResult(streamjson.ResultErrorMaxTurns, "Stop hook loop: "+strings.TrimPrefix(err.Error(), ErrMaxTurns.Error()+": "))
 		return err
@@ -514,12 +546,12 @@ func (s *session) fail(ctx context.Context, err error) error {
 		s.writeResult(resultErrorMaxBudget, err.Error())
 		return err
 	case errors.Is(err, errTimeout):
-		s.writeResult(streamjson.ResultErrorDuringExecution, err.Error())
+		s.writeResultAs(streamjson.ResultErrorDuringExecution, streamjson.TerminalAborted, err.Error())
 		return fmt.Errorf("%w: %w", ErrRunFailed, err)
 	}
 	var ie *InterruptedError
 	if errors.As(err, &ie) || errors.As(context.Cause(ctx), &ie) {
-		s.writeResult(streamjson.ResultErrorDuringExecution, ie.Error())
+		s.writeResultAs(streamjson.ResultErrorDuringExecution, streamjson.TerminalAborted, ie.Error())
 		return ie
 	}
 	s.writeResult(streamjson.ResultErrorDuringExecution, err.Error())
@@ -538,33 +570,43 @@ func (s *session) interrupted(cause error) error {
 }
 
 // writeResult writes a result line: on the event stream with stream-json, as the single
-// object with json, as plain text with text.
+// object with json, as plain text with text. Its terminal_reason follows the subtype; an
+// error_during_execution result says a model error (writeResultAs names another).
 func (s *session) writeResult(subtype, errText string) {
+	terminal := streamjson.TerminalModelError
+	switch subtype {
+	case streamjson.ResultSuccess:
+		terminal = streamjson.TerminalCompleted
+	case streamjson.ResultErrorMaxTurns:
+		terminal = streamjson.TerminalMaxTurns
+	case resultErrorMaxBudget:
+		terminal = streamjson.TerminalBudget
+	}
+	s.writeResultAs(subtype, terminal, errText)
+}
+
+// writeResultAs is writeResult with the terminal_reason given.
+func (s *session) writeResultAs(subtype, terminal, errText string) {
 	usage, cost := s.meter.total()
 	r := streamjson.NewResult(subtype)
 	s.mu.Lock()
 	if len(s.denials) > 0 {
-		r.PermissionDenials = append([]any(nil), s.denials...)
+		r.PermissionDenials = append([]streamjson.PermissionDenial(nil), s.denials...)
 	}
 	s.mu.Unlock()
 	r.DurationMS = time.Since(s.start).Milliseconds()
 	r.DurationAPIMS = s.apiTime.Milliseconds()
 	r.NumTurns = s.numTurns
-	r.Usage = usage
+	r.Usage = streamjson.Usage(usage)
+	r.ModelUsage = s.meter.models()
 	r.TotalCostUSD = cost
+	r.TerminalReason = terminal
 	if subtype == streamjson.ResultSuccess {
 		r.Result = s.lastText
 		stop := s.lastStop
 		r.StopReason = &stop
-		r.TerminalReason = "completed"
 	} else {
 		r.Errors = []string{errText}
-		switch subtype {
-		case streamjson.ResultErrorMaxTurns:
-			r.TerminalReason = "max_turns"
-		default:
-			r.TerminalReason = "aborted"
-		}
 	}
 	s.wroteFinal = true
 	switch s.opts.OutputFormat {

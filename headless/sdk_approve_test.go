@@ -35,7 +35,7 @@ func newApproverSession(t *testing.T, o Options) *approverSession {
 	go func() {
 		_, _ = io.WriteString(inW, `{"type":"control_request","request_id":"i","request":{"subtype":"initialize"}}`+"\n")
 	}()
-	cp, err := sdkhost.Start(t.Context(), o.Stdin, o.sdkMode(), o.Logger)
+	cp, err := sdkhost.Start(t.Context(), o.Stdin, o.sdkMode(), o.SDK.Dialect, o.Logger)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -70,7 +70,7 @@ func TestSDKPartialMessagesOfARetriedCall(t *testing.T) {
 		case typ == "system" && l.Get("subtype").Str == "api_retry":
 			kinds = append(kinds, "api_retry")
 			if l.Get("attempt").Int() != 1 || l.Get("max_retries").Int() != retry.DefaultMaxRetries ||
-				!strings.Contains(l.Get("error").Str, llm.ErrStreamCut.Error()) || l.Get("error_status").Type.String() != "Null" {
+				l.Get("error").Str != "unknown" || !strings.Contains(l.Get("error_message").Str, llm.ErrStreamCut.Error()) || l.Get("error_status").Type.String() != "Null" {
 				t.Errorf("api_retry line = %s", l.Raw)
 			}
 		case typ == "assistant":

@@ -115,6 +115,14 @@ func TestSDKControlRequests(t *testing.T) {
 	h.request("x4", `{"subtype":"set_permission_mode","mode":"sideways"}`)
 	h.request("x5", `{"subtype":"set_model","model":"other-model"}`)
 	h.request("x6", `{"subtype":"interrupt"}`) // nothing runs: a no-op that succeeds
+	h.request("x7", `{"subtype":"stop_task","task_id":"a0123456789abcdef"}`)
+	h.request("x8", `{"subtype":"stop_task","task_id":"../etc"}`)
+	h.request("x9", `{"subtype":"get_task_output","task_id":"a0123456789abcdef"}`)
+	h.request("x10", `{"subtype":"rewind_files","user_message_id":"u1"}`)
+	h.request("x11", `{"subtype":"some_future_request"}`)
+	h.request("x12", `{"subtype":"set_permission_mode","mode":"dontAsk"}`)
+	h.request("x13", `{"subtype":"set_permission_mode","mode":"auto"}`)
+	h.request("x14", `{"subtype":"seed_read_state","path":"a.go","mtime":1}`)
 	h.user("hello")
 	h.next("the result", isType("result"))
 	lines, err := h.closeStdin()
@@ -129,12 +137,20 @@ func TestSDKControlRequests(t *testing.T) {
 		id, subtype, errorCode, errorHas, response string
 	}{
 		{id: "i", subtype: "success"},
-		{id: "x1", subtype: "error", errorCode: "unsupported_request", errorHas: "Unsupported control request subtype: mcp_status"},
-		{id: "x2", subtype: "error", errorHas: "accepted once"},
+		{id: "x1", subtype: "success", response: `{"mcpServers":[]}`},
+		{id: "x2", subtype: "error", errorCode: "initialize_failed", errorHas: "accepted once"},
 		{id: "x3", subtype: "success", response: `{"mode":"acceptEdits"}`},
-		{id: "x4", subtype: "error", errorHas: "sideways"},
+		{id: "x4", subtype: "error", errorCode: "invalid_request", errorHas: "sideways"},
 		{id: "x5", subtype: "success", response: `{}`},
 		{id: "x6", subtype: "success", response: `{}`},
+		{id: "x7", subtype: "error", errorCode: "task_not_found", errorHas: "a0123456789abcdef"},
+		{id: "x8", subtype: "error", errorCode: "task_not_found", errorHas: "malformed task id"},
+		{id: "x9", subtype: "error", errorCode: "task_not_found", errorHas: "a0123456789abcdef"},
+		{id: "x10", subtype: "error", errorCode: "unsupported_request", errorHas: "Unsupported control request subtype: rewind_files (stoke keeps no file checkpoints)"},
+		{id: "x11", subtype: "error", errorCode: "unsupported_request", errorHas: "Unsupported control request subtype: some_future_request"},
+		{id: "x12", subtype: "success", response: `{"mode":"default"}`},
+		{id: "x13", subtype: "success", response: `{"mode":"default"}`},
+		{id: "x14", subtype: "success", response: `{}`},
 	}
 	for _, tt := range tests {
 		r, ok := replies[tt.id]

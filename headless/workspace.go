@@ -2,15 +2,19 @@ package headless
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/tidwall/gjson"
 
 	"github.com/stoke-cli/stoke/agents"
 	"github.com/stoke-cli/stoke/agents/hooks"
 	"github.com/stoke-cli/stoke/agents/mcp"
 	"github.com/stoke-cli/stoke/agents/permission"
 	"github.com/stoke-cli/stoke/agents/tools"
+	"github.com/stoke-cli/stoke/streamjson"
 )
 
 // definitions loads the subagent types: built-ins, then agent files (see docs/agents.md),
@@ -147,9 +151,11 @@ func (s *session) subagentTools(ws *tools.Workspace, opts []tools.Option) func(a
 func (s *session) recordDenial(d tools.Denial) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.denials = append(s.denials, map[string]any{
-		"tool_name": d.Call.Name, "tool_use_id": d.Call.ID, "tool_input": d.Call.Input,
-	})
+	input := json.RawMessage(d.Call.Input)
+	if !json.Valid(input) || !gjson.ParseBytes(input).IsObject() {
+		input = json.RawMessage(`{}`)
+	}
+	s.denials = append(s.denials, streamjson.PermissionDenial{ToolName: d.Call.Name, ToolUseID: d.Call.ID, ToolInput: input})
 }
 
 // hookRunner runs the command hooks of settings and agent definitions in the workspace.

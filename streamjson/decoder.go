@@ -190,7 +190,9 @@ func requiredString(obj gjson.Result, path, typ string) (string, string) {
 }
 
 // decodeUserMessage decodes the message of a user line: content is a string (one text block)
-// or an array of text and tool_result blocks.
+// or an array of blocks: text, tool_result, image and document (their source and title
+// kept as they came), and blocks of other types (kept with their type only). Whether the
+// model takes an image, a document or another type is decided per turn, not here.
 func decodeUserMessage(msg gjson.Result) (llm.Message, string) {
 	if !msg.IsObject() {
 		return llm.Message{}, `user line without a "message" object`
@@ -239,9 +241,25 @@ func decodeUserBlock(item gjson.Result) (llm.Block, string) {
 		return llm.TextBlock(text.Str), ""
 	case llm.BlockToolResult:
 		return decodeToolResult(item)
+	case llm.BlockImage, llm.BlockDocument:
+		return decodeMedia(typ.Str, item)
 	default:
-		return llm.Block{}, fmt.Sprintf("unsupported block type %q", typ.Str)
+		return llm.Block{Type: typ.Str}, ""
 	}
+}
+
+// decodeMedia decodes an image or document block: its source (base64 data of a media
+// type, a url, or a document's text) and a document's title. A missing or malformed
+// source is kept as it came (nil when it is not an object): the turn is refused then.
+func decodeMedia(typ string, item gjson.Result) (llm.Block, string) {
+	b := llm.Block{Type: typ, Title: item.Get("title").String()}
+	if src := item.Get("source"); src.IsObject() {
+		b.Source = &llm.Source{
+			Type: src.Get("type").String(), MediaType: src.Get("media_type").String(),
+			Data: src.Get("data").String(), URL: src.Get("url").String(),
+		}
+	}
+	return b, ""
 }
 
 // decodeToolResult decodes a tool_result block; content may be absent, a string, or an

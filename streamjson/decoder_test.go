@@ -118,6 +118,23 @@ func TestDecoder(t *testing.T) {
 			},
 		},
 		{
+			name: "images, documents and unknown blocks are kept for the turn to decide",
+			input: `{"type":"user","message":{"content":[{"type":"text","text":"what is this?"},` +
+				`{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw=="}},` +
+				`{"type":"image","source":{"type":"url","url":"https://example.com/a.png"}},` +
+				`{"type":"document","title":"notes","source":{"type":"text","media_type":"text/plain","data":"hello"}},` +
+				`{"type":"document","source":"bad"},` +
+				`{"type":"search_result","source":"x"}]}}`,
+			want: []decoded{{Kind: InputUser, Line: 1, Type: "user", Message: llm.Message{Role: llm.RoleUser, Content: []llm.Block{
+				llm.TextBlock("what is this?"),
+				{Type: llm.BlockImage, Source: &llm.Source{Type: llm.SourceBase64, MediaType: "image/png", Data: "iVBORw=="}},
+				{Type: llm.BlockImage, Source: &llm.Source{Type: llm.SourceURL, URL: "https://example.com/a.png"}},
+				{Type: llm.BlockDocument, Title: "notes", Source: &llm.Source{Type: llm.SourceText, MediaType: "text/plain", Data: "hello"}},
+				{Type: llm.BlockDocument},
+				{Type: "search_result"},
+			}}}},
+		},
+		{
 			name: "malformed lines name their line and decoding goes on",
 			input: `{"type":"user","message":{"content":"ok"}}` + "\n" +
 				"not json\n" +
@@ -148,7 +165,7 @@ func TestDecoder(t *testing.T) {
 				{Line: 8, Err: `stdin line 8: user line with message.role "assistant", want "user"`},
 				{Line: 9, Err: "stdin line 9: user line: message.content is neither a string nor an array"},
 				{Line: 10, Err: "stdin line 10: user line: message.content is an empty array"},
-				{Line: 11, Err: `stdin line 11: user line: message.content[0]: unsupported block type "image"`},
+				{Kind: InputUser, Line: 11, Type: "user", Message: llm.Message{Role: llm.RoleUser, Content: []llm.Block{{Type: llm.BlockImage, Source: &llm.Source{}}}}},
 				{Line: 12, Err: `stdin line 12: user line: message.content[0]: text block without a "text" string`},
 				{Line: 13, Err: `stdin line 13: user line: message.content[0]: tool_result block without a "tool_use_id" string`},
 				{Line: 14, Err: "stdin line 14: user line: message.content[0]: tool_result content[0] is not a text block"},

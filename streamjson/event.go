@@ -38,7 +38,14 @@ type Init struct {
 	OutputStyle    string   `json:"output_style"`
 	Skills         []string `json:"skills"`
 	Plugins        []string `json:"plugins"`
-	StokeVersion   string   `json:"stoke_version"`
+	// ClaudeCodeVersion is required by the Claude Agent SDK's SDKSystemMessage: stoke's
+	// version, as in StokeVersion.
+	ClaudeCodeVersion string `json:"claude_code_version"`
+	StokeVersion      string `json:"stoke_version"`
+	// Qwen Code's keys, written to a Qwen Code SDK host: its permission mode vocabulary
+	// (plan, default, auto-edit, yolo) and version key.
+	QwenPermissionMode string `json:"permission_mode,omitempty"`
+	QwenCodeVersion    string `json:"qwen_code_version,omitempty"`
 }
 
 // NewInit returns an Init with the fixed keys filled in.
@@ -90,11 +97,20 @@ func (b Block) MarshalJSON() ([]byte, error) {
 			Content   string `json:"content"`
 			IsError   bool   `json:"is_error"`
 		}{b.Type, b.ToolUseID, b.Content, b.IsError})
-	default:
+	case llm.BlockImage, llm.BlockDocument:
 		return marshalNoEscape(struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		}{b.Type, b.Text})
+			Type   string      `json:"type"`
+			Source *llm.Source `json:"source"`
+			Title  string      `json:"title,omitempty"`
+		}{b.Type, b.Source, b.Title})
+	default:
+		// citations: the Anthropic API's text block has it (null when there are none),
+		// and the SDKs' types require it.
+		return marshalNoEscape(struct {
+			Type      string `json:"type"`
+			Text      string `json:"text"`
+			Citations any    `json:"citations"`
+		}{b.Type, b.Text, nil})
 	}
 }
 
@@ -107,16 +123,62 @@ func Blocks(bs []llm.Block) []Block {
 	return out
 }
 
-// AssistantMessage is the message of an assistant line (a BetaMessage).
+// AssistantMessage is the message of an assistant line (a BetaMessage): the keys the
+// Anthropic API's message has, those stoke has no value for null.
 type AssistantMessage struct {
-	ID           string    `json:"id"`
-	Type         string    `json:"type"`
-	Role         string    `json:"role"`
-	Model        string    `json:"model"`
-	Content      []Block   `json:"content"`
-	StopReason   string    `json:"stop_reason"`
-	StopSequence *string   `json:"stop_sequence"`
-	Usage        llm.Usage `json:"usage"`
+	ID                string  `json:"id"`
+	Type              string  `json:"type"`
+	Role              string  `json:"role"`
+	Model             string  `json:"model"`
+	Content           []Block `json:"content"`
+	StopReason        *string `json:"stop_reason"` // nil (null) when the reply has none
+	StopSequence      *string `json:"stop_sequence"`
+	StopDetails       any     `json:"stop_details"`       // always null
+	Container         any     `json:"container"`          // always null
+	ContextManagement any     `json:"context_management"` // always null
+	Diagnostics       any     `json:"diagnostics"`        // always null
+	Usage             Usage   `json:"usage"`
+}
+
+// Usage is token usage on the wire: llm.Usage with the other keys of the Anthropic API's
+// usage object, which the SDKs' types require: cache_creation (the cache writes, all
+// counted as 5-minute writes), server_tool_use, service_tier, output_tokens_details,
+// iterations, inference_geo, speed, fallback_credit. stoke has no server tools,
+// thinking-token counts or service tiers: those are zero, empty or "standard".
+type Usage llm.Usage
+
+// MarshalJSON writes the usage object.
+func (u Usage) MarshalJSON() ([]byte, error) {
+	type cacheCreation struct {
+		Ephemeral1h int64 `json:"ephemeral_1h_input_tokens"`
+		Ephemeral5m int64 `json:"ephemeral_5m_input_tokens"`
+	}
+	type serverToolUse struct {
+		WebFetch  int64 `json:"web_fetch_requests"`
+		WebSearch int64 `json:"web_search_requests"`
+	}
+	type outputDetails struct {
+		Thinking int64 `json:"thinking_tokens"`
+	}
+	return marshalNoEscape(struct {
+		InputTokens              int64         `json:"input_tokens"`
+		OutputTokens             int64         `json:"output_tokens"`
+		CacheCreationInputTokens int64         `json:"cache_creation_input_tokens"`
+		CacheReadInputTokens     int64         `json:"cache_read_input_tokens"`
+		CacheCreation            cacheCreation `json:"cache_creation"`
+		ServerToolUse            serverToolUse `json:"server_tool_use"`
+		ServiceTier              string        `json:"service_tier"`
+		OutputTokensDetails      outputDetails `json:"output_tokens_details"`
+		Iterations               []struct{}    `json:"iterations"`
+		InferenceGeo             string        `json:"inference_geo"`
+		Speed                    string        `json:"speed"`
+		FallbackCredit           any           `json:"fallback_credit"`
+	}{
+		InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+		CacheCreationInputTokens: u.CacheCreationInputTokens, CacheReadInputTokens: u.CacheReadInputTokens,
+		CacheCreation: cacheCreation{Ephemeral5m: u.CacheCreationInputTokens},
+		ServiceTier:   "standard", Iterations: []struct{}{}, Speed: "standard",
+	})
 }
 
 // AgentKeys name the subagent a line belongs to; empty on the parent's lines.
@@ -137,11 +199,15 @@ type Assistant struct {
 
 // NewAssistant returns an assistant line for a reply.
 func NewAssistant(id, model string, content []llm.Block, stopReason string, usage llm.Usage) *Assistant {
+	var stop *string
+	if stopReason != "" {
+		stop = &stopReason
+	}
 	return &Assistant{
 		Envelope: Envelope{Type: "assistant"},
 		Message: AssistantMessage{
 			ID: id, Type: "message", Role: "assistant", Model: model,
-			Content: Blocks(content), StopReason: stopReason, Usage: usage,
+			Content: Blocks(content), StopReason: stop, Usage: Usage(usage),
 		},
 	}
 }
@@ -236,14 +302,17 @@ const (
 // TaskNotification ends every background turn of a subagent.
 type TaskNotification struct {
 	Envelope
-	TaskID      string    `json:"task_id"`
-	RunID       string    `json:"run_id"`
-	ToolUseID   string    `json:"tool_use_id"`
-	Status      string    `json:"status"`
-	Reason      string    `json:"reason,omitempty"`
-	Turn        int       `json:"turn"`
-	Summary     string    `json:"summary"`
-	Interrupted bool      `json:"interrupted"`
+	TaskID      string `json:"task_id"`
+	RunID       string `json:"run_id"`
+	ToolUseID   string `json:"tool_use_id"`
+	Status      string `json:"status"`
+	Reason      string `json:"reason,omitempty"`
+	Turn        int    `json:"turn"`
+	Summary     string `json:"summary"`
+	Interrupted bool   `json:"interrupted"`
+	// StokeReason is Reason where the SDKs' type names reason's values (an SDK host's
+	// stream): stoke's reasons are not among them.
+	StokeReason string    `json:"stoke_reason,omitempty"`
 	OutputFile  string    `json:"output_file"`
 	Usage       TaskUsage `json:"usage"`
 }
@@ -260,21 +329,55 @@ const (
 	ResultErrorDuringExecution = "error_during_execution"
 )
 
+// Terminal reasons of a result (terminal_reason, the SDKs' TerminalReason): why the turn
+// ended.
+const (
+	TerminalCompleted   = "completed"
+	TerminalMaxTurns    = "max_turns"
+	TerminalBudget      = "budget_exhausted"
+	TerminalAborted     = "aborted_streaming" // interrupted, cancelled, timed out
+	TerminalHookStopped = "hook_stopped"      // a hook blocked the prompt
+	TerminalModelError  = "model_error"       // the model or its provider failed
+	TerminalSetupFailed = "turn_setup_failed" // the turn could not start (its input)
+	TerminalImageError  = "image_error"       // the model does not take the turn's media
+)
+
 // Result ends a run (or, with stream-json input, each turn).
 type Result struct {
 	Envelope
-	IsError           bool           `json:"is_error"`
-	DurationMS        int64          `json:"duration_ms"`
-	DurationAPIMS     int64          `json:"duration_api_ms"`
-	NumTurns          int            `json:"num_turns"`
-	Result            string         `json:"result"`
-	StopReason        *string        `json:"stop_reason"`
-	TerminalReason    string         `json:"terminal_reason,omitempty"`
-	TotalCostUSD      float64        `json:"total_cost_usd"`
-	Usage             llm.Usage      `json:"usage"`
-	ModelUsage        map[string]any `json:"modelUsage"`
-	PermissionDenials []any          `json:"permission_denials"`
-	Errors            []string       `json:"errors,omitempty"`
+	IsError           bool                  `json:"is_error"`
+	DurationMS        int64                 `json:"duration_ms"`
+	DurationAPIMS     int64                 `json:"duration_api_ms"`
+	NumTurns          int                   `json:"num_turns"`
+	Result            string                `json:"result"`
+	StopReason        *string               `json:"stop_reason"`
+	TerminalReason    string                `json:"terminal_reason,omitempty"`
+	TotalCostUSD      float64               `json:"total_cost_usd"`
+	Usage             Usage                 `json:"usage"`
+	ModelUsage        map[string]ModelUsage `json:"modelUsage"`
+	PermissionDenials []PermissionDenial    `json:"permission_denials"`
+	Errors            []string              `json:"errors,omitempty"`
+}
+
+// PermissionDenial is a tool call that was refused (the SDKs' SDKPermissionDenial).
+type PermissionDenial struct {
+	ToolName  string          `json:"tool_name"`
+	ToolUseID string          `json:"tool_use_id"`
+	ToolInput json.RawMessage `json:"tool_input"` // an object ({} when the call had none)
+}
+
+// ModelUsage is one model's entry of a result's modelUsage (the SDKs' ModelUsage): its
+// tokens and cost over the run so far, every agent's calls included. stoke knows no
+// model's context window or output limit: ContextWindow and MaxOutputTokens are 0.
+type ModelUsage struct {
+	InputTokens              int64   `json:"inputTokens"`
+	OutputTokens             int64   `json:"outputTokens"`
+	CacheReadInputTokens     int64   `json:"cacheReadInputTokens"`
+	CacheCreationInputTokens int64   `json:"cacheCreationInputTokens"`
+	WebSearchRequests        int64   `json:"webSearchRequests"`
+	CostUSD                  float64 `json:"costUSD"`
+	ContextWindow            int64   `json:"contextWindow"`
+	MaxOutputTokens          int64   `json:"maxOutputTokens"`
 }
 
 // NewResult returns a result line of the given subtype; IsError follows the subtype.
@@ -282,8 +385,8 @@ func NewResult(subtype string) *Result {
 	return &Result{
 		Envelope:          Envelope{Type: "result", Subtype: subtype},
 		IsError:           subtype != ResultSuccess,
-		ModelUsage:        map[string]any{},
-		PermissionDenials: []any{},
+		ModelUsage:        map[string]ModelUsage{},
+		PermissionDenials: []PermissionDenial{},
 	}
 }
 

@@ -59,10 +59,12 @@ func TestEventJSONShapes(t *testing.T) {
 				"message.type":          `"message"`,
 				"message.role":          `"assistant"`,
 				"message.model":         `"model-a"`,
-				"message.content":       `[{"type":"text","text":"hi"},{"type":"tool_use","id":"c1","name":"task","input":{}}]`,
+				"message.content":       `[{"type":"text","text":"hi","citations":null},{"type":"tool_use","id":"c1","name":"task","input":{}}]`,
 				"message.stop_reason":   `"tool_use"`,
 				"message.stop_sequence": `null`,
-				"message.usage":         `{"input_tokens":3,"output_tokens":4,"cache_creation_input_tokens":0,"cache_read_input_tokens":0}`,
+				"message.stop_details":  `null`,
+				"message.container":     `null`,
+				"message.usage":         `{"input_tokens":3,"output_tokens":4,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"cache_creation":{"ephemeral_1h_input_tokens":0,"ephemeral_5m_input_tokens":0},"server_tool_use":{"web_fetch_requests":0,"web_search_requests":0},"service_tier":"standard","output_tokens_details":{"thinking_tokens":0},"iterations":[],"inference_geo":"","speed":"standard","fallback_credit":null}`,
 				"parent_tool_use_id":    `null`,
 				"task_id":               absent,
 				"agent_id":              absent,
@@ -79,7 +81,7 @@ func TestEventJSONShapes(t *testing.T) {
 				"agent_id":           `"t1"`,
 				"subagent_type":      `"general-purpose"`,
 				"task_description":   `"d"`,
-				"message.content":    `[{"type":"text","text":"done"}]`,
+				"message.content":    `[{"type":"text","text":"done","citations":null}]`,
 			},
 		},
 		{
@@ -105,7 +107,7 @@ func TestEventJSONShapes(t *testing.T) {
 		{
 			name: "user notification turn",
 			ev:   notifUser,
-			want: map[string]string{"origin": `{"kind":"task-notification"}`, "message.content": `[{"type":"text","text":"<task-notification/>"}]`},
+			want: map[string]string{"origin": `{"kind":"task-notification"}`, "message.content": `[{"type":"text","text":"<task-notification/>","citations":null}]`},
 		},
 		{
 			name: "init",
@@ -132,7 +134,7 @@ func TestEventJSONShapes(t *testing.T) {
 				"type": `"result"`, "subtype": `"success"`, "is_error": `false`, "duration_ms": `0`,
 				"duration_api_ms": `0`, "num_turns": `0`, "result": `""`, "stop_reason": `null`,
 				"total_cost_usd": `0`, "modelUsage": `{}`, "permission_denials": `[]`, "errors": absent,
-				"usage": `{"input_tokens":0,"output_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0}`,
+				"usage": `{"input_tokens":0,"output_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"cache_creation":{"ephemeral_1h_input_tokens":0,"ephemeral_5m_input_tokens":0},"server_tool_use":{"web_fetch_requests":0,"web_search_requests":0},"service_tier":"standard","output_tokens_details":{"thinking_tokens":0},"iterations":[],"inference_geo":"","speed":"standard","fallback_credit":null}`,
 			},
 		},
 		{

@@ -42,7 +42,7 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	type plain Result
 	p := plain(r)
 	if p.ModelUsage == nil {
-		p.ModelUsage = map[string]any{}
+		p.ModelUsage = map[string]ModelUsage{}
 	}
 	p.PermissionDenials = nonNil(p.PermissionDenials)
 	if !strings.HasPrefix(r.Subtype, "error_") {

@@ -38,3 +38,6 @@ func (l *Limited) Generate(ctx context.Context, req *Request) iter.Seq2[Event, e
 		}
 	}
 }
+
+// Unwrap returns the wrapped model (Wrapper: what it takes as input is the wrapped model's).
+func (l *Limited) Unwrap() Model { return l.Model }

@@ -8,9 +8,13 @@
 package llm
 
 import (
+	"cmp"
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"iter"
+	"strings"
 	"time"
 )
 
@@ -27,10 +31,15 @@ const (
 	BlockText       = "text"
 	BlockToolUse    = "tool_use"
 	BlockToolResult = "tool_result"
+	// BlockImage and BlockDocument are media a user message carries (an SDK host's
+	// prompt): only providers that accept them are sent them (see CheckInput).
+	BlockImage    = "image"
+	BlockDocument = "document"
 )
 
 // Block is one content block of a message. Which fields are set depends on Type:
-// text: Text; tool_use: ID, Name, Input; tool_result: ToolUseID, Content, IsError.
+// text: Text; tool_use: ID, Name, Input; tool_result: ToolUseID, Content, IsError;
+// image: Source; document: Source and, optionally, Title.
 type Block struct {
 	Type      string          `json:"type"`
 	Text      string          `json:"text,omitempty"`
@@ -40,10 +49,49 @@ type Block struct {
 	ToolUseID string          `json:"tool_use_id,omitempty"`
 	Content   string          `json:"content,omitempty"`
 	IsError   bool            `json:"is_error,omitempty"`
+	Source    *Source         `json:"source,omitempty"`
+	Title     string          `json:"title,omitempty"`
+}
+
+// Source kinds.
+const (
+	SourceBase64 = "base64" // Data is the base64 of the bytes, of MediaType
+	SourceURL    = "url"    // URL names the bytes
+	SourceText   = "text"   // Data is the text itself (a text/plain document)
+)
+
+// Source is the data of an image or document block, in the Anthropic API's shape.
+type Source struct {
+	Type      string `json:"type"`
+	MediaType string `json:"media_type,omitempty"`
+	Data      string `json:"data,omitempty"`
+	URL       string `json:"url,omitempty"`
+}
+
+// Describe names the source for messages: its kind and media type ("image/png, 4 KiB",
+// "url https://…").
+func (s *Source) Describe() string {
+	if s == nil {
+		return "no source"
+	}
+	switch s.Type {
+	case SourceURL:
+		return "url " + s.URL
+	case SourceBase64:
+		return fmt.Sprintf("%s, %d bytes", s.MediaType, decodedLen(s.Data))
+	default:
+		return fmt.Sprintf("%s text, %d bytes", cmp.Or(s.MediaType, "text/plain"), len(s.Data))
+	}
 }
 
 // TextBlock returns a text block.
 func TextBlock(s string) Block { return Block{Type: BlockText, Text: s} }
+
+// decodedLen is the number of bytes the base64 text s holds.
+func decodedLen(s string) int {
+	s = strings.TrimRight(s, "=")
+	return base64.RawStdEncoding.DecodedLen(len(s))
+}
 
 // Message is one entry of a chat history.
 type Message struct {

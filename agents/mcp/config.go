@@ -20,6 +20,9 @@ const (
 	TransportStdio = "stdio"
 	TransportHTTP  = "http"
 	TransportSSE   = "sse"
+	// TransportSDK is an SDK host's in-process server (type "sdk"), reached through
+	// Options.SDK.
+	TransportSDK = "sdk"
 )
 
 // ServerConfig is one MCP server in Claude Code's .mcp.json form: a command to run (stdio),
@@ -56,6 +59,10 @@ func (c ServerConfig) Validate() error {
 		if c.URL != "" {
 			return errors.New("a stdio server takes a command, not a url (set type to http or sse)")
 		}
+	case TransportSDK:
+		if c.Command != "" || c.URL != "" {
+			return errors.New("an sdk server runs in the SDK host: it takes no command or url")
+		}
 	case TransportHTTP, TransportSSE:
 		if c.Command != "" {
 			return fmt.Errorf("an %s server takes a url, not a command", c.Type)
@@ -65,7 +72,7 @@ func (c ServerConfig) Validate() error {
 			return fmt.Errorf("an %s server needs an http(s) url", c.Type)
 		}
 	default:
-		return fmt.Errorf("type %q is not supported: want stdio, http or sse", c.Type)
+		return fmt.Errorf("type %q is not supported: want stdio, http or sse (or sdk, from an SDK host)", c.Type)
 	}
 	return nil
 }

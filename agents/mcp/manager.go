@@ -45,6 +45,9 @@ type Options struct {
 	Logger *slog.Logger
 	// ClientName and ClientVersion identify stoke to the servers.
 	ClientName, ClientVersion string
+	// SDK returns the transport of an SDK host's in-process server (type "sdk"); without
+	// it such a server fails to start.
+	SDK func(server string) (sdk.Transport, error)
 	// Dial, when set, replaces the transports this package builds from a ServerConfig
 	// (tests connect in-process servers with it). Stop, when not nil, is called at Close
 	// after the session is closed.
@@ -57,6 +60,8 @@ type Status struct {
 	Status string
 	// Error says why it failed (credentials from the configuration cut out).
 	Error string
+	// Tools are a connected server's tools, as the server names them.
+	Tools []string
 }
 
 // Manager owns the MCP servers of one run. A server starts the first time Start or
@@ -210,6 +215,9 @@ func (m *Manager) Statuses() []Status {
 			if err := errors.Join(s.err, s.lostErr()); err != nil {
 				st.Status, st.Error = StatusFailed, err.Error()
 			}
+			for _, t := range s.tools {
+				st.Tools = append(st.Tools, t.name)
+			}
 		}
 		out = append(out, st)
 	}
@@ -302,7 +310,7 @@ func (m *Manager) connect(ctx context.Context, s *server) (*sdk.ClientSession, f
 	if m.opts.Dial != nil {
 		c.t, c.stop, err = m.opts.Dial(ctx, s.name, s.conf)
 	} else {
-		c, err = m.transport(s.conf)
+		c, err = m.transport(s.name, s.conf)
 	}
 	if err != nil {
 		return nil, nil, nil, err

@@ -32,10 +32,19 @@ type conn struct {
 	stderr func() string // a stdio server's last stderr output; nil for HTTP
 }
 
-// transport opens the transport of c: a child process for stdio, an HTTP client for http
-// and sse.
-func (m *Manager) transport(c ServerConfig) (conn, error) {
+// transport opens the transport of server name, configured as c: a child process for
+// stdio, an HTTP client for http and sse, the SDK host's for sdk.
+func (m *Manager) transport(name string, c ServerConfig) (conn, error) {
 	switch c.Transport() {
+	case TransportSDK:
+		if m.opts.SDK == nil {
+			return conn{}, errors.New("an sdk server needs an SDK host (stream-json input and output)")
+		}
+		t, err := m.opts.SDK(name)
+		if err != nil {
+			return conn{}, err
+		}
+		return conn{t: t}, nil
 	case TransportStdio:
 		p, err := startProcess(c, m.opts.Env, m.opts.Dir)
 		if err != nil {

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/llm/price"
 	"github.com/stoke-cli/stoke/streamjson"
 )
@@ -161,7 +162,7 @@ func (r *Reporter) Observe(ev streamjson.Event) {
 	var cost float64
 	if a, ok := ev.(*streamjson.Assistant); ok {
 		// Outside the lock: pricing may log a warning, which goes through Writer.
-		cost = r.cfg.Prices.Cost(a.Message.Model, a.Message.Usage)
+		cost = r.cfg.Prices.Cost(a.Message.Model, llm.Usage(a.Message.Usage))
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -171,7 +172,7 @@ func (r *Reporter) Observe(ev streamjson.Event) {
 	changed := true
 	switch e := ev.(type) {
 	case *streamjson.Assistant:
-		r.tokens += e.Message.Usage.Total()
+		r.tokens += llm.Usage(e.Message.Usage).Total()
 		r.cost += cost
 		if e.TaskID == "" && e.ParentToolUseID == nil {
 			r.turns++

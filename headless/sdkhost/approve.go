@@ -9,6 +9,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/permission"
 	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/streamjson"
@@ -121,7 +122,7 @@ func (a sdkApprover) Approve(ctx context.Context, call tools.Call, kind tools.Ki
 		return true, nil, ""
 	case a.rules.Allowed(call, mode):
 		return true, nil, ""
-	case !h.opts.PermissionPromptStdio || h.opts.NoPrompt:
+	case !h.opts.PermissionPromptStdio || h.liveNoPrompt():
 		return false, nil, fmt.Sprintf("the permission mode %s does not allow %s calls and nobody can approve them in this run", streamjson.PermissionMode(string(mode)), kind)
 	}
 	return a.ask(ctx, call, kind)
@@ -129,7 +130,7 @@ func (a sdkApprover) Approve(ctx context.Context, call tools.Call, kind tools.Ki
 
 // ask puts the call to the host as a can_use_tool request and returns its verdict.
 func (a sdkApprover) ask(ctx context.Context, call tools.Call, kind tools.Kind) (bool, json.RawMessage, string) {
-	name := claudeToolName(call.Name)
+	name := a.h.ToolName(call.Name)
 	input := json.RawMessage(call.Input)
 	if len(input) == 0 {
 		input = json.RawMessage(`{}`)
@@ -144,6 +145,9 @@ func (a sdkApprover) ask(ctx context.Context, call tools.Call, kind tools.Kind) 
 	}
 	if p := gjson.GetBytes(input, "file_path"); p.Type == gjson.String && kind == tools.KindEdit {
 		fields["blocked_path"] = p.Str
+	}
+	if id := llm.TaskIDFrom(ctx); id != "" {
+		fields["agent_id"] = id // a subagent asks: the SDK passes it to canUseTool as agentID
 	}
 	raw, err := a.h.cfg.Control.request(ctx, "can_use_tool", fields)
 	if err != nil {

@@ -39,7 +39,7 @@ func TestInitializeLeavesOptionsAlone(t *testing.T) {
 	agentsBuf := make([]agents.Definition, 1, 4)
 	agentsBuf[0] = agents.Definition{Name: "mine", Prompt: "p"}
 	opts := Options{Agents: agentsBuf, AppendSystemPrompt: "flag"}
-	in, err := parseInitialize(json.RawMessage(`{"request":{"subtype":"initialize","systemPrompt":"host prompt","appendSystemPrompt":"more","agents":{"theirs":{"description":"d","prompt":"q"}}}}`), slog.New(slog.DiscardHandler))
+	in, err := parseInitialize(json.RawMessage(`{"request":{"subtype":"initialize","systemPrompt":"host prompt","appendSystemPrompt":"more","agents":{"theirs":{"description":"d","prompt":"q"}}}}`), DialectClaude, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,18 +26,10 @@ var errHostCancelled = errors.New("the host cancelled the request")
 // ControlHandler answers the control requests the host sends (*Host is one).
 // HandleControl is called on the stdin reader's goroutine, one request at a time, in stdin
 // order; it must not wait for anything that needs the reader (a control response, another
-// stdin line). A nil response is written as {}. An error is written as an error reply; an
-// *unsupportedError for a subtype stoke does not implement.
+// stdin line). A nil response is written as {}. An error is written as an error reply,
+// whose error_code is a *ControlError's Code (codeFailed for any other error).
 type ControlHandler interface {
 	HandleControl(in streamjson.Input) (response any, err error)
-}
-
-// unsupportedError refuses a control request subtype stoke does not implement: its reply
-// carries error_code "unsupported_request", with the message the SDK itself uses.
-type unsupportedError struct{ subtype string }
-
-func (e *unsupportedError) Error() string {
-	return "Unsupported control request subtype: " + e.subtype
 }
 
 // ControlPlane is the stream-json stdin of a session and the control protocol spoken on it.
@@ -75,6 +67,8 @@ type ControlPlane struct {
 	initLine int
 	initErr  error
 	init     initialize
+	// initAnswered: Attach answered the initialize request; the reader skips it.
+	initAnswered bool
 
 	mu      sync.Mutex
 	pending map[string]chan controlReply // stoke's requests awaiting a control_response
@@ -126,12 +120,42 @@ func (c *ControlPlane) peek(ctx context.Context) (streamjson.Input, error) {
 }
 
 // Attach lets the reader route lines: control requests to h (nil when they are not
-// answered), replies written with enc.
+// answered), replies written with enc. The initialize request Start read is answered
+// before Attach returns, so its reply is the first line of the session's output, and
+// stoke's own requests to the host (an in-process MCP server's mcp_message) may follow.
 func (c *ControlPlane) Attach(h ControlHandler, enc *streamjson.Encoder) {
 	c.hmu.Lock()
 	c.h, c.enc = h, enc
 	c.hmu.Unlock()
+	if c.initLine != 0 {
+		in, _ := c.peek(context.Background())
+		c.rmu.Lock()
+		c.answerRequest(in)
+		c.rmu.Unlock()
+		c.initAnswered = true
+	}
 	close(c.ready)
+}
+
+// InitError says why the host's initialize request cannot be applied; nil when it can, or
+// when there was none. The session must not start without what it asked for: the caller
+// answers it with RefuseInitialize and ends the run.
+func (c *ControlPlane) InitError() error { return c.initErr }
+
+// RefuseInitialize answers the initialize request with an error reply
+// (initialize_failed) naming InitError, on w: the SDK rejects the session with that
+// message (Qwen Code's SDK throws it from the query; the Claude Agent SDK reports the
+// exit and stoke's stderr).
+func (c *ControlPlane) RefuseInitialize(w io.Writer, sessionID string) {
+	if c.initErr == nil {
+		return
+	}
+	in, _ := c.peek(context.Background())
+	enc := streamjson.NewEncoder(w, sessionID, nil)
+	reply := streamjson.NewControlError(in.RequestID, "initialize: "+c.initErr.Error(), codeInitialize)
+	if err := enc.Encode(reply); err != nil {
+		c.log.Debug("write initialize reply", "err", err)
+	}
 }
 
 // Close ends the control plane: pending requests fail, the forwarder stops, and a line
@@ -158,6 +182,9 @@ func (c *ControlPlane) read() {
 		return
 	}
 	<-c.first // peek has put it back (or was never called)
+	if c.initAnswered {
+		in, err = c.dec.Next()
+	}
 	for {
 		if !c.handle(in, err) {
 			return
@@ -221,17 +248,17 @@ func (c *ControlPlane) answerRequest(in streamjson.Input) {
 	h, enc := c.h, c.enc
 	c.hmu.Unlock()
 	var resp any
-	err := error(&unsupportedError{subtype: in.Subtype})
+	err := unsupported(in.Subtype, "")
 	if h != nil {
 		resp, err = h.HandleControl(in)
 	}
 	var reply *streamjson.ControlResponse
-	var unsupported *unsupportedError
+	var ce *ControlError
 	switch {
-	case errors.As(err, &unsupported):
-		reply = streamjson.NewControlError(in.RequestID, err.Error(), streamjson.ErrorCodeUnsupported)
+	case errors.As(err, &ce):
+		reply = streamjson.NewControlError(in.RequestID, err.Error(), ce.Code)
 	case err != nil:
-		reply = streamjson.NewControlError(in.RequestID, err.Error(), "")
+		reply = streamjson.NewControlError(in.RequestID, err.Error(), codeFailed)
 	default:
 		reply = streamjson.NewControlSuccess(in.RequestID, resp)
 	}
@@ -261,6 +288,17 @@ type controlCancel struct {
 // control_cancel_request from the host and ctx's end are errors. When ctx ends first, the
 // host is told with a control_cancel_request. Safe for concurrent use.
 func (c *ControlPlane) request(ctx context.Context, subtype string, fields map[string]any) (json.RawMessage, error) {
+	wait, err := c.send(subtype, fields)
+	if err != nil {
+		return nil, err
+	}
+	return wait(ctx)
+}
+
+// send writes a control request and returns the func that waits for its reply (see
+// request); requests sent one after the other reach the host in that order. The returned
+// func must be called.
+func (c *ControlPlane) send(subtype string, fields map[string]any) (wait func(context.Context) (json.RawMessage, error), err error) {
 	if c == nil {
 		return nil, fmt.Errorf("%s: no host to ask: stdin is not --input-format stream-json", subtype)
 	}
@@ -289,6 +327,11 @@ func (c *ControlPlane) request(ctx context.Context, subtype string, fields map[s
 		c.forget(id)
 		return nil, fmt.Errorf("write %s request: %w", subtype, err)
 	}
+	return func(ctx context.Context) (json.RawMessage, error) { return c.await(ctx, id, subtype, ch, enc) }, nil
+}
+
+// await waits for the reply to request id.
+func (c *ControlPlane) await(ctx context.Context, id, subtype string, ch chan controlReply, enc *streamjson.Encoder) (json.RawMessage, error) {
 	select {
 	case r := <-ch:
 		if r.err != nil {

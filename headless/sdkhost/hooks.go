@@ -265,7 +265,7 @@ type hookedTool struct {
 func (t hookedTool) Spec() llm.ToolSpec { return t.spec }
 
 func (t hookedTool) Run(ctx context.Context, call tools.Call) tools.Result {
-	names := []string{claudeToolName(call.Name), call.Name}
+	names := []string{t.h.ToolName(call.Name), call.Name}
 	outs := t.h.runHooks(ctx, hookPreToolUse, names, call.ID, map[string]any{
 		"tool_name": names[0], "tool_input": json.RawMessage(call.Input), "tool_use_id": call.ID,
 	})

@@ -3,12 +3,9 @@ package sdkhost
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 	"time"
-
-	"github.com/tidwall/gjson"
 
 	"github.com/stoke-cli/stoke/agents"
 	"github.com/stoke-cli/stoke/agents/llm"
@@ -49,7 +46,30 @@ type Config struct {
 	// Catalog returns the subagent types, for the initialize reply; it is called only
 	// once the control plane is attached.
 	Catalog func() agents.Catalog
-	Logger  *slog.Logger
+	// Tasks returns the run's tasks, for stop_task and get_task_output; nil when there
+	// are none. Called only once the control plane is attached.
+	Tasks func() Tasks
+	// MCPServers returns the run's MCP servers, for mcp_status; nil when there are none.
+	// Called only once the control plane is attached.
+	MCPServers func() []MCPServerStatus
+	Logger     *slog.Logger
+}
+
+// Tasks are the run's subagent tasks as control requests reach them (*agents.Registry).
+// Both methods return at once.
+type Tasks interface {
+	// Stop cancels id's running turn; its partial findings are kept.
+	Stop(id agents.TaskID) (agents.Row, error)
+	// Collect returns id's row; with noWait it does not wait for a running turn.
+	Collect(ctx context.Context, id agents.TaskID, noWait bool) (agents.Row, error)
+}
+
+// MCPServerStatus is one MCP server of the run, as mcp_status reports it.
+type MCPServerStatus struct {
+	Name   string
+	Status string // connected, failed, pending
+	Error  string
+	Tools  []string // the tools of a connected server, as the server names them
 }
 
 // Host is the side of a run that serves a Claude Agent SDK host, or applies Claude Code's
@@ -65,6 +85,7 @@ type Host struct {
 
 	mu          sync.Mutex
 	mode        tools.Mode  // the live permission mode (set_permission_mode)
+	noPrompt    bool        // the live mode never asks the host (dontAsk)
 	turn        *turnHandle // the running parent turn; nil between turns
 	state       string      // the last session state written ("" before any)
 	initialized bool        // the initialize request has been answered
@@ -91,13 +112,14 @@ func New(ctx context.Context, cfg Config) *Host {
 		cfg.Emit = func(streamjson.Event) {}
 	}
 	hctx, hend := context.WithCancel(context.WithoutCancel(ctx))
-	h := &Host{cfg: cfg, opts: cfg.Options, mode: cfg.Mode, hookCtx: hctx, hookEnd: hend}
+	h := &Host{cfg: cfg, opts: cfg.Options, mode: cfg.Mode, noPrompt: cfg.Options.NoPrompt, hookCtx: hctx, hookEnd: hend}
 	if cp := cfg.Control; cp != nil && cp.initErr == nil {
 		h.opts = h.opts.with(cp.init)
 		h.hooks = cp.init.hooks
 	}
 	if cfg.Model != nil {
 		h.model = newSwitchModel(cfg.Model, cfg.ModelName)
+		h.model.limit = h.opts.MaxSessionTurns
 	}
 	return h
 }
@@ -225,36 +247,6 @@ func (h *Host) Close() {
 	h.hookWG.Wait()
 }
 
-// HandleControl answers the host's control requests (ControlHandler).
-func (h *Host) HandleControl(in streamjson.Input) (any, error) {
-	req := gjson.GetBytes(in.Raw, "request")
-	switch in.Subtype {
-	case "initialize":
-		return h.initializeReply(in.Line)
-	case "interrupt":
-		if !h.interruptTurn() {
-			h.cfg.Logger.Debug("interrupt: no turn is running")
-		}
-		return map[string]any{}, nil
-	case "set_model":
-		name := req.Get("model").String()
-		h.model.set(name)
-		h.cfg.Logger.Info("model changed by the host", "model", h.model.Name())
-		return map[string]any{}, nil
-	case "set_permission_mode":
-		m, err := tools.ParseMode(req.Get("mode").String())
-		if err != nil {
-			return nil, fmt.Errorf("set_permission_mode: %w", err)
-		}
-		h.mu.Lock()
-		h.mode = m
-		h.mu.Unlock()
-		return map[string]any{"mode": streamjson.PermissionMode(string(m))}, nil
-	default:
-		return nil, &unsupportedError{subtype: in.Subtype}
-	}
-}
-
 // initializeReply answers initialize: what the SDK's initializationResult(),
 // supportedCommands(), supportedModels(), supportedAgents() and accountInfo() return.
 func (h *Host) initializeReply(line int) (any, error) {
@@ -265,9 +257,9 @@ func (h *Host) initializeReply(line int) (any, error) {
 	cp := h.cfg.Control
 	switch {
 	case again || line != cp.initLine:
-		return nil, errors.New("initialize must be the first line on stdin, and is accepted once: this session has already started")
+		return nil, &ControlError{Code: codeInitialize, Msg: "initialize must be the first line on stdin, and is accepted once: this session has already started"}
 	case cp.initErr != nil:
-		return nil, cp.initErr
+		return nil, &ControlError{Code: codeInitialize, Msg: cp.initErr.Error()}
 	}
 	cat := h.cfg.Catalog()
 	agentsInfo := make([]map[string]any, 0, len(cat))
@@ -294,6 +286,9 @@ func (h *Host) initializeReply(line int) (any, error) {
 	}
 	if len(h.hooks) > 0 {
 		reply["hooks_applied"] = true
+	}
+	if cp.init.mcpApplied {
+		reply["mcp_servers_applied"] = true
 	}
 	return reply, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/stoke-cli/stoke/agents"
+	"github.com/stoke-cli/stoke/agents/mcp"
 	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/streamjson"
 )
@@ -52,13 +53,20 @@ type Options struct {
 	// NoPrompt (permission mode dontAsk) never asks the host, even with
 	// PermissionPromptStdio: what the mode refuses is refused.
 	NoPrompt bool
+	// Dialect is the SDK that drives stoke: DialectClaude ("" too) or DialectQwen
+	// (--channel=SDK). It decides the tool names of the SDK surface (Surface).
+	Dialect string
+	// MaxSessionTurns, when positive, caps the parent's model calls over the whole
+	// session (Qwen Code's --max-session-turns): the call past it ends the run with
+	// error_max_turns (ErrMaxSessionTurns).
+	MaxSessionTurns int
 }
 
 // IsZero reports whether o asks for nothing (Tools: nil is all, empty is none).
 func (o Options) IsZero() bool {
 	return !o.PermissionPromptStdio && o.AllowedTools == nil && o.DisallowedTools == nil && o.Tools == nil &&
 		!o.IncludePartialMessages && o.MaxBudgetUSD == 0 && o.SystemPrompt == "" && o.AppendSystemPrompt == "" &&
-		o.Agents == nil && !o.SessionStates && !o.NoPrompt
+		o.Agents == nil && !o.SessionStates && !o.NoPrompt && o.Dialect == "" && o.MaxSessionTurns == 0
 }
 
 // permissionOptions reports whether o sets Claude Code's permission options.
@@ -78,10 +86,11 @@ func (o Options) with(in initialize) Options {
 
 // Start starts the stdin reader of a stream-json session. When the host speaks the control
 // protocol (sdkMode: stream-json output too) it waits for the first line and, when that
-// is an initialize request, reads it, so that what it asks for is known before anything
-// is built. An error is returned only when ctx ends first. The caller must Close the
-// control plane when the run is over.
-func Start(ctx context.Context, stdin io.Reader, sdkMode bool, log *slog.Logger) (*ControlPlane, error) {
+// is an initialize request, reads it (in the dialect's vocabulary), so that what it asks
+// for is known before anything is built; InitError says when it cannot be applied. An
+// error is returned only when ctx ends first. The caller must Close the control plane
+// when the run is over.
+func Start(ctx context.Context, stdin io.Reader, sdkMode bool, dialect string, log *slog.Logger) (*ControlPlane, error) {
 	c := newControlPlane(stdin, sdkMode, log)
 	if !sdkMode {
 		return c, nil
@@ -95,10 +104,9 @@ func Start(ctx context.Context, stdin io.Reader, sdkMode bool, log *slog.Logger)
 		return c, nil // the reader delivers it (EOF, a malformed line, a prompt) in order
 	}
 	c.initLine = in.Line
-	init, err := parseInitialize(in.Raw, log)
+	init, err := parseInitialize(in.Raw, dialect, log)
 	if err != nil {
-		// The session runs without it; the initialize reply says what was wrong.
-		c.initErr = err
+		c.initErr = err // the run ends: RefuseInitialize
 		return c, nil
 	}
 	c.init = init
@@ -111,45 +119,53 @@ type initialize struct {
 	appendSystemPrompt string
 	agents             []agents.Definition
 	hooks              map[string][]hookMatcher
+	// mcpServers are its in-process servers and the servers it delivered (MCPServers);
+	// mcpApplied: it delivered servers (mcpServers), so the reply says
+	// mcp_servers_applied.
+	mcpServers map[string]mcp.ServerConfig
+	mcpApplied bool
 }
 
-// initRequest is the part of an initialize request stoke applies.
-type initRequest struct {
-	SystemPrompt       json.RawMessage          `json:"systemPrompt"`
-	AppendSystemPrompt string                   `json:"appendSystemPrompt"`
-	Agents             map[string]sdkAgent      `json:"agents"`
-	Hooks              map[string][]hookMatcher `json:"hooks"`
-	JSONSchema         json.RawMessage          `json:"jsonSchema"`
-	SDKMCPServers      []string                 `json:"sdkMcpServers"`
-}
-
-// sdkAgent is an agent definition as the SDK sends it (AgentDefinition).
+// sdkAgent is an agent definition as the Claude Agent SDK sends it (AgentDefinition),
+// or as Qwen Code's SDK does (SubagentConfig: name, systemPrompt, runConfig, ...).
 type sdkAgent struct {
-	Description     string   `json:"description"`
-	Prompt          string   `json:"prompt"`
-	Tools           []string `json:"tools"`
-	DisallowedTools []string `json:"disallowedTools"`
-	Model           string   `json:"model"`
-	PermissionMode  string   `json:"permissionMode"`
+	Name            string          `json:"name"` // Qwen Code
+	Description     string          `json:"description"`
+	Prompt          string          `json:"prompt"`
+	SystemPrompt    string          `json:"systemPrompt"` // Qwen Code
+	Tools           []string        `json:"tools"`
+	DisallowedTools []string        `json:"disallowedTools"`
+	Model           string          `json:"model"`
+	PermissionMode  string          `json:"permissionMode"`
+	RunConfig       json.RawMessage `json:"runConfig"` // Qwen Code: not applied
 }
 
 // parseInitialize reads an initialize request: the system prompt, the appended prompt,
-// the SDK-defined agents as subagent types, and its hook callbacks. What stoke cannot
-// honour is logged.
-func parseInitialize(raw json.RawMessage, log *slog.Logger) (initialize, error) {
-	var req initRequest
-	if err := json.Unmarshal([]byte(gjson.GetBytes(raw, "request").Raw), &req); err != nil {
-		return initialize{}, fmt.Errorf("decode initialize: %w", err)
+// the SDK-defined agents as subagent types, its hook callbacks and its MCP servers. What
+// stoke cannot honour is logged. An error says why the request cannot be applied: the
+// session then ends (see ControlPlane.RefuseInitialize).
+func parseInitialize(raw json.RawMessage, dialect string, log *slog.Logger) (initialize, error) {
+	req := gjson.GetBytes(raw, "request")
+	if !req.IsObject() {
+		return initialize{}, errors.New("initialize: the request is not an object")
 	}
-	defs, err := agentDefinitions(req.Agents)
+	var hooks map[string][]hookMatcher
+	if h := req.Get("hooks"); h.IsObject() {
+		if err := json.Unmarshal([]byte(h.Raw), &hooks); err != nil {
+			return initialize{}, fmt.Errorf("initialize: hooks: %w", err)
+		}
+	} else if h.Exists() && h.Type != gjson.Null && !h.IsArray() {
+		return initialize{}, errors.New("initialize: hooks: want an object of hook matchers")
+	}
+	ags, err := parseAgents(req.Get("agents"), dialect, log)
 	if err != nil {
 		return initialize{}, fmt.Errorf("initialize: %w", err)
 	}
-	out := initialize{appendSystemPrompt: req.AppendSystemPrompt, agents: defs, hooks: req.Hooks}
-	if sp, ok := systemPromptText(req.SystemPrompt); ok {
+	out := initialize{appendSystemPrompt: req.Get("appendSystemPrompt").String(), agents: ags, hooks: hooks}
+	if sp, ok := systemPromptText(json.RawMessage(req.Get("systemPrompt").Raw)); ok {
 		out.systemPrompt = sp
 	}
-	for name, ms := range req.Hooks {
+	for name, ms := range hooks {
 		if !hookEventSupported(name) {
 			log.Warn("SDK hook event not supported: its callbacks are never invoked", "event", name)
 		}
@@ -159,13 +175,42 @@ func parseInitialize(raw json.RawMessage, log *slog.Logger) (initialize, error) 
 			}
 		}
 	}
-	if len(req.JSONSchema) > 0 && string(req.JSONSchema) != "null" {
+	if js := req.Get("jsonSchema"); js.Exists() && js.Type != gjson.Null {
 		log.Warn("initialize: jsonSchema ignored: stoke has no structured output")
 	}
-	if len(req.SDKMCPServers) > 0 {
-		log.Warn("initialize: in-process (sdk) MCP servers ignored: not supported yet", "servers", strings.Join(req.SDKMCPServers, ","))
-	}
+	out.mcpServers, out.mcpApplied = parseMCPServers(req, func(msg string, args ...any) { log.Warn(msg, args...) })
 	return out, nil
+}
+
+// parseAgents reads initialize's agents: an object of Claude Agent SDK definitions by
+// name, or Qwen Code's list of SubagentConfig.
+func parseAgents(v gjson.Result, dialect string, log *slog.Logger) ([]agents.Definition, error) {
+	byName := map[string]sdkAgent{}
+	switch {
+	case !v.Exists() || v.Type == gjson.Null:
+		return nil, nil
+	case v.IsObject():
+		if err := json.Unmarshal([]byte(v.Raw), &byName); err != nil {
+			return nil, fmt.Errorf("agents: %w", err)
+		}
+	case v.IsArray():
+		var list []sdkAgent
+		if err := json.Unmarshal([]byte(v.Raw), &list); err != nil {
+			return nil, fmt.Errorf("agents: %w", err)
+		}
+		for i, a := range list {
+			if _, dup := byName[a.Name]; dup {
+				return nil, fmt.Errorf("agents[%d]: a second agent named %q", i, a.Name)
+			}
+			if len(a.RunConfig) > 0 && string(a.RunConfig) != "null" {
+				log.Warn("initialize: an agent's runConfig is not applied: the run's limits apply", "agent", a.Name)
+			}
+			byName[a.Name] = a
+		}
+	default:
+		return nil, errors.New("agents: want an object of agent definitions by name, or a list")
+	}
+	return agentDefinitions(byName, dialect)
 }
 
 // systemPromptText reads initialize's systemPrompt: absent (the preset) and [""] (the
@@ -199,22 +244,27 @@ func joinPrompt(a, b string) string {
 
 // agentDefinitions converts SDK agent definitions (initialize's agents, --agents) to
 // subagent types, sorted by name. Claude model aliases ("sonnet", "opus", "haiku",
-// "inherit") and claude-* ids mean the parent's model; another model name is kept.
-func agentDefinitions(in map[string]sdkAgent) ([]agents.Definition, error) {
+// "inherit") and claude-* ids mean the parent's model; another model name is kept. Tool
+// names are the dialect's (Claude Code's or Qwen Code's).
+func agentDefinitions(in map[string]sdkAgent, dialect string) ([]agents.Definition, error) {
 	out := make([]agents.Definition, 0, len(in))
 	for name, a := range in {
 		if strings.TrimSpace(name) == "" {
 			return nil, errors.New("agent with an empty name")
 		}
-		if strings.TrimSpace(a.Prompt) == "" {
+		prompt := a.Prompt
+		if prompt == "" {
+			prompt = a.SystemPrompt
+		}
+		if strings.TrimSpace(prompt) == "" {
 			return nil, fmt.Errorf("agent %q has no prompt", name)
 		}
 		d := agents.Definition{
 			Name:            name,
 			Description:     a.Description,
-			Prompt:          a.Prompt,
-			Tools:           canonicalTools(a.Tools),
-			DisallowedTools: canonicalTools(a.DisallowedTools),
+			Prompt:          prompt,
+			Tools:           canonicalTools(dialect, a.Tools),
+			DisallowedTools: canonicalTools(dialect, a.DisallowedTools),
 			Source:          "sdk",
 		}
 		if m := a.Model; m != "" && !claudeModelAlias(m) {
@@ -243,7 +293,7 @@ func ParseAgentsJSON(data string) ([]agents.Definition, error) {
 	if err := json.Unmarshal([]byte(data), &in); err != nil {
 		return nil, fmt.Errorf("--agents: %w", err)
 	}
-	return agentDefinitions(in)
+	return agentDefinitions(in, DialectClaude)
 }
 
 func claudeModelAlias(m string) bool {
@@ -254,17 +304,58 @@ func claudeModelAlias(m string) bool {
 	return strings.HasPrefix(strings.ToLower(m), "claude-")
 }
 
-// canonicalTools maps Claude Code's workspace tool names to stoke's; others are kept.
-func canonicalTools(names []string) []string {
+// canonicalTools maps the dialect's workspace tool names (Claude Code's, or Qwen Code's)
+// to stoke's; others are kept.
+func canonicalTools(dialect string, names []string) []string {
 	if names == nil {
 		return nil
 	}
 	out := make([]string, 0, len(names))
 	for _, n := range names {
-		if c, ok := tools.CanonicalName(n); ok {
+		if c, ok := canonicalTool(dialect, n); ok {
 			n = c
 		}
 		out = append(out, n)
 	}
 	return out
+}
+
+// QwenRules maps the tool names of permission rules written for Qwen Code
+// (run_shell_command, run_shell_command(rm *), grep_search, ...) to stoke's; rules in
+// Claude Code's or stoke's names are kept.
+func QwenRules(rules []string) []string {
+	if rules == nil {
+		return nil
+	}
+	out := make([]string, 0, len(rules))
+	for _, r := range rules {
+		name, rest, hasPattern := strings.Cut(strings.TrimSpace(r), "(")
+		if c, ok := canonicalTool(DialectQwen, strings.TrimSpace(name)); ok {
+			name = c
+		}
+		if hasPattern {
+			name += "(" + rest
+		}
+		out = append(out, name)
+	}
+	return out
+}
+
+// canonicalTool maps one tool name to stoke's workspace tool, if it names one.
+func canonicalTool(dialect, name string) (string, bool) {
+	if dialect == DialectQwen {
+		switch name {
+		case "run_shell_command":
+			return tools.NameShell, true
+		case "grep_search", "search_file_content":
+			return tools.NameGrep, true
+		case "list_directory":
+			return tools.NameGlob, true
+		case "replace":
+			return tools.NameEdit, true
+		case "read_many_files":
+			return tools.NameReadFile, true
+		}
+	}
+	return tools.CanonicalName(name)
 }

@@ -46,11 +46,38 @@ func (p *partialStream) write(ev map[string]any) {
 // line, and the retried call streams as a new message.
 type apiRetry struct {
 	streamjson.Envelope
-	Attempt      int    `json:"attempt"`
-	MaxRetries   int    `json:"max_retries"`
-	RetryDelayMS int64  `json:"retry_delay_ms"`
-	ErrorStatus  *int   `json:"error_status"`
+	Attempt      int   `json:"attempt"`
+	MaxRetries   int   `json:"max_retries"`
+	RetryDelayMS int64 `json:"retry_delay_ms"`
+	ErrorStatus  *int  `json:"error_status"`
+	// Error is the SDKs' kind of the failure (rate_limit, server_error, ...);
+	// ErrorMessage says what failed.
 	Error        string `json:"error"`
+	ErrorMessage string `json:"error_message,omitempty"`
+}
+
+// retryErrorKind is the Claude Agent SDK's name (SDKAssistantMessageError) for the
+// failure of a call that is made again.
+func retryErrorKind(err error) string {
+	var pe *llm.ProviderError
+	if !errors.As(err, &pe) {
+		return "unknown" // a cut stream, a reset connection
+	}
+	switch s := pe.StatusCode; {
+	case s == 429:
+		return "rate_limit"
+	case s == 529:
+		return "overloaded"
+	case s == 401 || s == 403:
+		return "authentication_failed"
+	case s == 404:
+		return "model_not_found"
+	case s == 400 || s == 413 || s == 422:
+		return "invalid_request"
+	case s >= 500:
+		return "server_error"
+	}
+	return "unknown"
 }
 
 // event takes one event of a parent model call (agents.RuntimeConfig.OnModelEvent).
@@ -62,10 +89,9 @@ func (p *partialStream) event(ev llm.Event) {
 	if !p.open {
 		p.n++
 		p.open, p.index, p.textOpen, p.toolUse = true, 0, false, false
-		p.write(map[string]any{"type": "message_start", "message": map[string]any{
-			"id": fmt.Sprintf("msg_stoke_stream_%d", p.n), "type": "message", "role": "assistant",
-			"model": p.model(), "content": []any{}, "stop_reason": nil, "stop_sequence": nil,
-			"usage": map[string]any{"input_tokens": 0, "output_tokens": 0},
+		p.write(map[string]any{"type": "message_start", "message": streamjson.AssistantMessage{
+			ID: fmt.Sprintf("msg_stoke_stream_%d", p.n), Type: "message", Role: "assistant",
+			Model: p.model(), Content: []streamjson.Block{},
 		}})
 	}
 	switch ev.Kind {
@@ -73,7 +99,7 @@ func (p *partialStream) event(ev llm.Event) {
 		if !p.textOpen {
 			p.textOpen = true
 			p.write(map[string]any{"type": "content_block_start", "index": p.index,
-				"content_block": map[string]any{"type": "text", "text": ""}})
+				"content_block": streamjson.Block(llm.TextBlock(""))})
 		}
 		p.write(map[string]any{"type": "content_block_delta", "index": p.index,
 			"delta": map[string]any{"type": "text_delta", "text": ev.Text}})
@@ -100,8 +126,10 @@ func (p *partialStream) event(ev llm.Event) {
 			}
 		}
 		p.write(map[string]any{"type": "message_delta",
-			"delta": map[string]any{"stop_reason": stop, "stop_sequence": nil},
-			"usage": ev.Usage})
+			"delta":              map[string]any{"stop_reason": stop, "stop_sequence": nil, "stop_details": nil, "container": nil},
+			"usage":              deltaUsage(ev.Usage),
+			"context_management": nil,
+		})
 		p.write(map[string]any{"type": "message_stop"})
 		p.open = false
 	}
@@ -125,8 +153,9 @@ func (p *partialStream) retry(r *llm.Retry) {
 		if errors.As(r.Err, &pe) && pe.StatusCode != 0 {
 			line.ErrorStatus = &pe.StatusCode
 		}
+		line.Error = retryErrorKind(r.Err)
 		if r.Err != nil {
-			line.Error = r.Err.Error()
+			line.ErrorMessage = r.Err.Error()
 		}
 	}
 	p.emit(line)
@@ -141,4 +170,16 @@ func (p *partialStream) finish() {
 	p.closeText()
 	p.write(map[string]any{"type": "message_stop"})
 	p.open = false
+}
+
+// deltaUsage is the usage of a message_delta event: the call's usage, in the keys of the
+// Anthropic API's message delta usage.
+func deltaUsage(u llm.Usage) map[string]any {
+	return map[string]any{
+		"input_tokens": u.InputTokens, "output_tokens": u.OutputTokens,
+		"cache_creation_input_tokens": u.CacheCreationInputTokens, "cache_read_input_tokens": u.CacheReadInputTokens,
+		"server_tool_use":       map[string]int{"web_search_requests": 0, "web_fetch_requests": 0},
+		"output_tokens_details": map[string]int{"thinking_tokens": 0},
+		"iterations":            []any{}, "fallback_credit": nil,
+	}
 }

@@ -138,8 +138,8 @@ func TestGenerateRejectsBadRequests(t *testing.T) {
 		},
 		{
 			name:     "unknown block type",
-			req:      &llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: []llm.Block{{Type: "image"}}}}},
-			contains: `unknown block type "image"`,
+			req:      &llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: []llm.Block{{Type: "search_result"}}}}},
+			contains: `unknown block type "search_result"`,
 		},
 		{
 			name: "invalid tool input",

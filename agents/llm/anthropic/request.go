@@ -41,7 +41,7 @@ func params(req *llm.Request, model string, maxTokens int64) (sdk.MessageNewPara
 		p.System = []sdk.TextBlockParam{{Text: req.System}}
 	}
 	for i, m := range req.Messages {
-		blocks, err := contentBlocks(m)
+		blocks, err := contentBlocks(model, m)
 		if err != nil {
 			return sdk.MessageNewParams{}, fmt.Errorf("translate message %d: %w", i, err)
 		}
@@ -99,7 +99,8 @@ func lastBlock(m sdk.MessageParam) sdk.ContentBlockParamUnion {
 }
 
 // contentBlocks translates the blocks of m one to one, leaving out empty text blocks.
-func contentBlocks(m llm.Message) ([]sdk.ContentBlockParamUnion, error) {
+// model names the model in the error of a block it does not take.
+func contentBlocks(model string, m llm.Message) ([]sdk.ContentBlockParamUnion, error) {
 	if m.Role != llm.RoleUser && m.Role != llm.RoleAssistant {
 		return nil, fmt.Errorf("unknown role %q", m.Role)
 	}
@@ -130,6 +131,12 @@ func contentBlocks(m llm.Message) ([]sdk.ContentBlockParamUnion, error) {
 				r.IsError = param.NewOpt(true)
 			}
 			out = append(out, sdk.ContentBlockParamUnion{OfToolResult: r})
+		case llm.BlockImage, llm.BlockDocument:
+			mb, err := mediaBlock(model, b)
+			if err != nil {
+				return nil, fmt.Errorf("block %d: %w", j, err)
+			}
+			out = append(out, mb)
 		default:
 			return nil, fmt.Errorf("block %d: unknown block type %q", j, b.Type)
 		}

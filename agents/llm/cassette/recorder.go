@@ -65,6 +65,9 @@ type Recorder struct {
 	closed   bool
 }
 
+// Unwrap returns the recorded model (llm.Wrapper: it decides which media it takes).
+func (r *Recorder) Unwrap() llm.Model { return r.inner }
+
 // Record starts a recording of inner's calls into cfg.Path.
 func Record(inner llm.Model, cfg RecordConfig) (*Recorder, error) {
 	if cfg.Now == nil {

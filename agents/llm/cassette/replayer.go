@@ -84,6 +84,10 @@ type Replayer struct {
 	failed   error
 }
 
+// CheckInput implements llm.InputChecker: a replay answers from its recording whatever
+// the messages hold, as the recorded model took them.
+func (p *Replayer) CheckInput(llm.Block) error { return nil }
+
 // Open loads the cassette at path for replay. A partial cassette (a recording whose
 // process died) is replayed as far as it goes, with a warning.
 func Open(path string, cfg ReplayConfig) (*Replayer, error) {

@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"strings"
 	"sync"
 
 	"github.com/stoke-cli/stoke/agents/llm"
@@ -261,4 +262,15 @@ func Collect(ctx context.Context, m llm.Model, req *llm.Request) ([]llm.Event, e
 		evs = append(evs, ev)
 	}
 	return evs, nil
+}
+
+// TextOf joins the text deltas of a call's events: the reply's text.
+func TextOf(evs []llm.Event) string {
+	var b strings.Builder
+	for _, ev := range evs {
+		if ev.Kind == llm.EventTextDelta {
+			b.WriteString(ev.Text)
+		}
+	}
+	return b.String()
 }

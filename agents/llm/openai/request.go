@@ -34,7 +34,10 @@ func params(req *llm.Request, model string) (sdk.ChatCompletionNewParams, error)
 	for i, m := range req.Messages {
 		switch m.Role {
 		case llm.RoleUser:
-			msgs = appendUser(msgs, m)
+			var err error
+			if msgs, err = appendUser(msgs, m, model); err != nil {
+				return sdk.ChatCompletionNewParams{}, fmt.Errorf("translate message %d: %w", i, err)
+			}
 		case llm.RoleAssistant:
 			msgs = append(msgs, assistantMessage(m))
 		default:
@@ -58,11 +61,16 @@ func params(req *llm.Request, model string) (sdk.ChatCompletionNewParams, error)
 }
 
 // appendUser appends one tool message per tool_result block, then (if there is any
-// text) one user message: OpenAI requires tool messages right after the assistant
-// message that made the calls.
-func appendUser(msgs []sdk.ChatCompletionMessageParamUnion, m llm.Message) []sdk.ChatCompletionMessageParamUnion {
-	var texts []string
-	hasResults := false
+// text or media) one user message: OpenAI requires tool messages right after the
+// assistant message that made the calls. Text alone is sent as one string; with images or
+// documents the message is a list of content parts, in the blocks' order.
+func appendUser(msgs []sdk.ChatCompletionMessageParamUnion, m llm.Message, model string) ([]sdk.ChatCompletionMessageParamUnion, error) {
+	var (
+		texts      []string
+		parts      []sdk.ChatCompletionContentPartUnionParam
+		media      bool
+		hasResults bool
+	)
 	for _, b := range m.Content {
 		switch b.Type {
 		case llm.BlockToolResult:
@@ -72,12 +80,23 @@ func appendUser(msgs []sdk.ChatCompletionMessageParamUnion, m llm.Message) []sdk
 			hasResults = true
 		case llm.BlockText:
 			texts = append(texts, b.Text)
+			parts = append(parts, sdk.TextContentPart(b.Text))
+		case llm.BlockImage, llm.BlockDocument:
+			p, err := mediaPart(model, b)
+			if err != nil {
+				return nil, err
+			}
+			parts = append(parts, p)
+			media = true
 		}
 	}
-	if len(texts) > 0 || !hasResults {
+	switch {
+	case media:
+		msgs = append(msgs, sdk.UserMessage(parts))
+	case len(texts) > 0 || !hasResults:
 		msgs = append(msgs, sdk.UserMessage(strings.Join(texts, textSeparator)))
 	}
-	return msgs
+	return msgs, nil
 }
 
 // assistantMessage carries the text blocks as content and the tool_use blocks as

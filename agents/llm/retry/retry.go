@@ -69,6 +69,9 @@ func Wrap(m llm.Model, p Policy) *Model {
 	return &Model{Model: m, policy: p}
 }
 
+// Unwrap returns the wrapped model (llm.Wrapper: it decides which media it takes).
+func (m *Model) Unwrap() llm.Model { return m.Model }
+
 // Retryable reports whether err ended a call whose answer broke off mid-stream: a cut
 // stream, or a retryable provider error (429, 5xx, overloaded) that arrived inside
 // the stream, where the SDK's own retries do not reach.

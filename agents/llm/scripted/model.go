@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +22,7 @@ const textChunk = 64
 // Model answers requests from a Scenario. It is safe for concurrent use.
 type Model struct {
 	name    string
+	media   []string // the media types it takes (Scenario.Media)
 	rules   []*rule
 	err     error          // set when a hand-built Scenario does not compile
 	hits    []atomic.Int64 // per rule: times chosen
@@ -46,6 +48,7 @@ func New(s *Scenario) *Model {
 	}
 	return &Model{
 		name:    name,
+		media:   s.Media,
 		rules:   rules,
 		err:     err,
 		hits:    make([]atomic.Int64, len(rules)),
@@ -64,6 +67,29 @@ func Open(path string) (*Model, error) {
 
 // Name is the scenario's model name.
 func (m *Model) Name() string { return m.name }
+
+// CheckInput implements llm.InputChecker: the scenario's media list says which images and
+// documents the model takes (by media type; a URL source by "url"); none without one.
+func (m *Model) CheckInput(b llm.Block) error {
+	if err := llm.CheckMedia(m.name, b, llm.SourceBase64, llm.SourceURL, llm.SourceText); err != nil {
+		return err
+	}
+	mt := b.Source.MediaType
+	switch {
+	case b.Source.Type == llm.SourceURL:
+		mt = "url"
+	case b.Source.Type == llm.SourceText && mt == "":
+		mt = "text/plain"
+	}
+	if slices.Contains(m.media, "*") || slices.Contains(m.media, mt) {
+		return nil
+	}
+	reason := "the scenario takes text only (its media key lists what it takes)"
+	if len(m.media) > 0 {
+		reason = fmt.Sprintf("the scenario takes %s only", strings.Join(m.media, ", "))
+	}
+	return &llm.InputError{Model: m.name, Type: b.Type, Source: b.Source.Describe(), Reason: reason}
+}
 
 // Generate answers req with the first matching rule: text deltas, one EventToolCall per
 // tool call, then EventDone. The request is recorded before anything else. With no

@@ -29,6 +29,10 @@ type Scenario struct {
 	Name string `yaml:"name,omitempty"`
 	// Model is the model name reported in events (default DefaultModel).
 	Model string `yaml:"model,omitempty"`
+	// Media are the media types of the images and documents the model takes in user
+	// messages ("image/png", "application/pdf", "text/plain"; "*" for any). Without it the
+	// model takes text only, as a text model would (llm.CheckInput refuses the rest).
+	Media []string `yaml:"media,omitempty"`
 	// Rules are tried in order; the first match wins.
 	Rules []Rule `yaml:"rules"`
 	// Cassette is a recording's header (agents/llm/cassette); the scripted provider

@@ -17,6 +17,7 @@ const (
 	fnLastToolResult = "lastToolResult"
 	fnStep           = "step"
 	fnAgent          = "agent"
+	fnMedia          = "media"
 )
 
 // tmpl is a parsed reply template and the regular expressions its match and lastMatch
@@ -132,6 +133,7 @@ func funcs(v *view, res map[string]*regexp.Regexp) template.FuncMap {
 		fnLastUser:       func() string { return v.lastUser },
 		fnLastToolResult: func() string { return v.lastToolResult },
 		fnStep:           func() int { return v.step },
+		fnMedia:          func() string { return v.media },
 		fnAgent: func() string {
 			if v.req == nil {
 				return ""

@@ -1,6 +1,7 @@
 package scripted
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/stoke-cli/stoke/agents/llm"
@@ -13,6 +14,8 @@ type view struct {
 	step           int
 	lastUser       string
 	lastToolResult string
+	// media describes the images and documents of the latest user message.
+	media string
 	// segments are the searchable texts of the messages, oldest first, one per block:
 	// text blocks, tool_use inputs (JSON), tool_result contents.
 	segments []string
@@ -34,6 +37,7 @@ func newView(req *llm.Request) *view {
 	}
 	v.lastUser = lastUserText(req.Messages)
 	v.lastToolResult = lastToolResult(req.Messages)
+	v.media = lastUserMedia(req.Messages)
 	parts := make([]string, 0, len(v.segments)+1)
 	if req.System != "" {
 		parts = append(parts, req.System)
@@ -71,6 +75,28 @@ func lastUserText(msgs []llm.Message) string {
 			}
 		}
 		return strings.Join(parts, "\n")
+	}
+	return ""
+}
+
+// lastUserMedia describes the image and document blocks of the latest user message, one
+// "type (what it holds)" each, joined by "; ": "image (image/png, 68 bytes)".
+func lastUserMedia(msgs []llm.Message) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role != llm.RoleUser {
+			continue
+		}
+		var parts []string
+		for _, b := range msgs[i].Content {
+			if b.Type == llm.BlockImage || b.Type == llm.BlockDocument {
+				d := b.Type + " (" + b.Source.Describe() + ")"
+				if b.Title != "" {
+					d += fmt.Sprintf(" %q", b.Title)
+				}
+				parts = append(parts, d)
+			}
+		}
+		return strings.Join(parts, "; ")
 	}
 	return ""
 }

@@ -29,6 +29,38 @@ test("canUseTool denies a write: the tool is refused and the file is unchanged",
   const rs = results(messages);
   assert.equal(rs.length, 1);
   assert.match(rs[0].result, /no writes in this test/);
+  // One naming on the SDK surface: the denial, canUseTool and the tool_use block say Write.
+  assert.deepEqual(rs[0].permission_denials.map((d) => [d.tool_name, d.tool_use_id, d.tool_input.file_path]),
+    [["Write", asked[0].toolUseID, "notes.txt"]]);
+  const uses = ofType(messages, "assistant").flatMap((m) => m.message.content).filter((b) => b.type === "tool_use");
+  assert.deepEqual(uses.map((b) => [b.name, b.id]), [["Write", asked[0].toolUseID]]);
+  assert.ok(ofType(messages, "system", "init")[0].tools.includes("Write"));
+});
+
+test("canUseTool from a subagent is told which agent asks (agentID)", async (t) => {
+  const asked = [];
+  const { dir, opts, stderr } = setup(t, "sdk-subagent-write.yaml", {
+    agents: { writer: { description: "Writes notes", prompt: "You write notes.", model: "scripted-writer" } },
+    canUseTool: async (toolName, input, { agentID }) => {
+      asked.push({ toolName, agentID });
+      return { behavior: "allow", updatedInput: input };
+    },
+  });
+  const { messages } = await run("Have the writer write the notes.", opts);
+  const [started] = ofType(messages, "system", "task_started");
+  assert.ok(started, `stderr: ${stderr.join("")}`);
+  assert.deepEqual(asked, [{ toolName: "Write", agentID: started.task_id }]);
+  assert.equal(readFileSync(join(dir, "notes.txt"), "utf8"), "written by the writer\n");
+  const rs = results(messages);
+  assert.match(rs[0].result, /^The writer said: /);
+  // modelUsage has one entry per model that answered: the parent's and the writer's.
+  assert.deepEqual(Object.keys(rs[0].modelUsage).sort(), ["scripted-sdk", "scripted-writer"]);
+  for (const [model, u] of Object.entries(rs[0].modelUsage)) {
+    assert.ok(u.inputTokens > 0 && u.outputTokens > 0, `${model}: ${JSON.stringify(u)}`);
+    assert.equal(typeof u.costUSD, "number");
+  }
+  const total = Object.values(rs[0].modelUsage).reduce((a, u) => a + u.inputTokens, 0);
+  assert.equal(total, rs[0].usage.input_tokens, "modelUsage adds up to the run's usage");
 });
 
 test("canUseTool allows a write with updated input: the tool runs on the app's input", async (t) => {

@@ -11,11 +11,12 @@ test("a string prompt: init, the assistant's reply, one success result, a clean 
   const init = ofType(messages, "system", "init");
   assert.ok(init.length >= 1, "a system/init message");
   assert.equal(init[0].model, "scripted-sdk");
-  assert.ok(init[0].tools.includes("task"), `tools ${init[0].tools}`);
+  assert.ok(init[0].tools.includes("Task"), `tools ${init[0].tools}`);
+  assert.equal(init[0].claude_code_version, init[0].stoke_version, "claude_code_version is stoke's version");
 
   const assistant = ofType(messages, "assistant");
   assert.equal(assistant.length, 1);
-  assert.deepEqual(assistant[0].message.content, [{ type: "text", text: "Hello from stoke! You said: hi there" }]);
+  assert.deepEqual(assistant[0].message.content, [{ type: "text", text: "Hello from stoke! You said: hi there", citations: null }]);
 
   const rs = results(messages);
   assert.equal(rs.length, 1, `results: ${JSON.stringify(rs)}\nstderr: ${stderr.join("")}`);
@@ -60,7 +61,7 @@ test("the initialize reply: agents, models, account, stoke's version", async (t)
   assert.ok(init.stoke_version, "stoke_version in the initialize reply");
 });
 
-test("a control request stoke does not implement is refused, and the session goes on", async (t) => {
+test("control requests mid-session: refused or answered, and the session goes on", async (t) => {
   const { opts } = setup(t, "sdk-chat.yaml");
   let release;
   const released = new Promise((r) => (release = r));
@@ -69,11 +70,15 @@ test("a control request stoke does not implement is refused, and the session goe
     await released;
   }
   const q = query({ prompt: prompt(), options: opts });
-  await assert.rejects(q.mcpServerStatus(), /Unsupported control request subtype: mcp_status/);
-  await q.setModel("scripted-other");
-  const mode = await q.setPermissionMode("acceptEdits");
-  assert.equal(mode?.mode ?? "acceptEdits", "acceptEdits");
-  release();
+  try {
+    await assert.rejects(q.rewindFiles("u1"), /Unsupported control request subtype: rewind_files/);
+    assert.deepEqual(await q.mcpServerStatus(), []);
+    await q.setModel("scripted-other");
+    const mode = await q.setPermissionMode("acceptEdits");
+    assert.equal(mode?.mode, "acceptEdits");
+  } finally {
+    release();
+  }
   const rs = results(await collect(q));
   assert.deepEqual(rs.map((r) => r.subtype), ["success"]);
 });

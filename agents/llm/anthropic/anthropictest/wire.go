@@ -44,6 +44,8 @@ type wireBlock struct {
 	ToolUseID string          `json:"tool_use_id"`
 	Content   json.RawMessage `json:"content"` // tool_result: a string or text blocks
 	IsError   bool            `json:"is_error"`
+	Source    *llm.Source     `json:"source"` // image, document
+	Title     string          `json:"title"`  // document
 }
 
 type wireTool struct {
@@ -355,11 +357,36 @@ func contentBlocks(raw json.RawMessage) ([]llm.Block, []json.RawMessage, error) 
 				return nil, nil, fmt.Errorf("%d.content: %v", j, err)
 			}
 			blocks = append(blocks, llm.Block{Type: llm.BlockToolResult, ToolUseID: wb.ToolUseID, Content: text, IsError: wb.IsError})
+		case llm.BlockImage, llm.BlockDocument:
+			if err := checkSource(wb); err != nil {
+				return nil, nil, fmt.Errorf("%d.source: %v", j, err)
+			}
+			blocks = append(blocks, llm.Block{Type: wb.Type, Source: wb.Source, Title: wb.Title})
 		default:
 			return nil, nil, fmt.Errorf("%d: unsupported content block type %q", j, wb.Type)
 		}
 	}
 	return blocks, raws, nil
+}
+
+// checkSource rejects, as the API does, an image or document whose source is not one it
+// takes: base64 images of the four image types, or by url; PDF documents as base64 or by
+// url; plain-text documents.
+func checkSource(b wireBlock) error {
+	s := b.Source
+	switch {
+	case s == nil:
+		return errors.New("field required")
+	case s.Type == llm.SourceURL && s.URL != "":
+		return nil
+	case b.Type == llm.BlockImage && s.Type == llm.SourceBase64 && llm.ImageMediaType(s.MediaType) && s.Data != "":
+		return nil
+	case b.Type == llm.BlockDocument && s.Type == llm.SourceBase64 && s.MediaType == "application/pdf" && s.Data != "":
+		return nil
+	case b.Type == llm.BlockDocument && s.Type == llm.SourceText && s.MediaType == "text/plain":
+		return nil
+	}
+	return fmt.Errorf("invalid %s source %q (%s)", b.Type, s.Type, s.MediaType)
 }
 
 // resultText reads a tool_result content: absent, a string, or text blocks (joined

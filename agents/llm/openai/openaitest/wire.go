@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/stoke-cli/stoke/agents/llm"
@@ -34,8 +35,15 @@ type chatMessage struct {
 }
 
 type contentPart struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
+	Type     string `json:"type"`
+	Text     string `json:"text"`
+	ImageURL *struct {
+		URL string `json:"url"`
+	} `json:"image_url"`
+	File *struct {
+		FileData string `json:"file_data"`
+		Filename string `json:"filename"`
+	} `json:"file"`
 }
 
 type toolCall struct {
@@ -166,7 +174,7 @@ func toRequest(body chatRequest) (*llm.Request, error) {
 		if m.Role != "tool" && len(pending) > 0 {
 			return nil, fmt.Errorf("%w: messages[%d]: an assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'", errBadRequest, i)
 		}
-		text, err := contentText(m.Content)
+		text, err := contentText(m.Content, m.Role == "user")
 		if err != nil {
 			return nil, fmt.Errorf("%w: messages[%d].content: %v", errBadRequest, i, err)
 		}
@@ -174,14 +182,18 @@ func toRequest(body chatRequest) (*llm.Request, error) {
 		case "system", "developer":
 			system = append(system, text)
 		case "user":
+			blocks, err := userBlocks(m.Content, text)
+			if err != nil {
+				return nil, fmt.Errorf("%w: messages[%d].content: %v", errBadRequest, i, err)
+			}
 			// A user message right after tool results belongs to the same turn (stoke
 			// sends notifications that arrived mid-turn that way): merge it back into the
 			// user message holding the results, as stoke's own history has it.
 			if i > 0 && body.Messages[i-1].Role == "tool" {
 				last := &req.Messages[len(req.Messages)-1]
-				last.Content = append(last.Content, llm.TextBlock(text))
+				last.Content = append(last.Content, blocks...)
 			} else {
-				req.Messages = append(req.Messages, llm.UserText(text))
+				req.Messages = append(req.Messages, llm.Message{Role: llm.RoleUser, Content: blocks})
 			}
 		case "assistant":
 			msg := llm.Message{Role: llm.RoleAssistant, Content: []llm.Block{}}
@@ -222,8 +234,9 @@ func toRequest(body chatRequest) (*llm.Request, error) {
 	return req, nil
 }
 
-// contentText reads a message content: a string, null, or text parts (joined).
-func contentText(raw json.RawMessage) (string, error) {
+// contentText reads a message content: a string, null, or text parts (joined). With
+// media, image_url and file parts are allowed (userBlocks reads them) and skipped here.
+func contentText(raw json.RawMessage, media bool) (string, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return "", nil
 	}
@@ -237,12 +250,65 @@ func contentText(raw json.RawMessage) (string, error) {
 	}
 	var b strings.Builder
 	for _, p := range parts {
-		if p.Type != "text" {
+		switch {
+		case p.Type == "text":
+			b.WriteString(p.Text)
+		case media && (p.Type == "image_url" || p.Type == "file"):
+		default:
 			return "", fmt.Errorf("unsupported content part %q", p.Type)
 		}
-		b.WriteString(p.Text)
 	}
 	return b.String(), nil
+}
+
+// userBlocks reads a user message's content as blocks: one text block for a string or
+// text parts alone (text is what contentText read), or, with media, one block per part: text, image_url (a data URL is a
+// base64 image, another URL an image by url), file (a data URL's bytes as a base64
+// document, the file name as its title).
+func userBlocks(raw json.RawMessage, text string) ([]llm.Block, error) {
+	var parts []contentPart
+	if len(raw) == 0 || raw[0] != '[' || json.Unmarshal(raw, &parts) != nil ||
+		!slices.ContainsFunc(parts, func(p contentPart) bool { return p.Type != "text" }) {
+		return []llm.Block{llm.TextBlock(text)}, nil
+	}
+	var out []llm.Block
+	for j, p := range parts {
+		switch p.Type {
+		case "text":
+			out = append(out, llm.TextBlock(p.Text))
+		case "image_url":
+			if p.ImageURL == nil || p.ImageURL.URL == "" {
+				return nil, fmt.Errorf("[%d].image_url.url: missing", j)
+			}
+			src := &llm.Source{Type: llm.SourceURL, URL: p.ImageURL.URL}
+			if mt, data, ok := dataURL(p.ImageURL.URL); ok {
+				src = &llm.Source{Type: llm.SourceBase64, MediaType: mt, Data: data}
+			}
+			out = append(out, llm.Block{Type: llm.BlockImage, Source: src})
+		case "file":
+			if p.File == nil {
+				return nil, fmt.Errorf("[%d].file: missing", j)
+			}
+			mt, data, ok := dataURL(p.File.FileData)
+			if !ok {
+				return nil, fmt.Errorf("[%d].file.file_data: not a base64 data URL", j)
+			}
+			out = append(out, llm.Block{Type: llm.BlockDocument, Title: p.File.Filename,
+				Source: &llm.Source{Type: llm.SourceBase64, MediaType: mt, Data: data}})
+		}
+	}
+	return out, nil
+}
+
+// dataURL splits "data:MEDIA;base64,DATA".
+func dataURL(u string) (mediaType, data string, ok bool) {
+	rest, ok := strings.CutPrefix(u, "data:")
+	if !ok {
+		return "", "", false
+	}
+	head, data, ok := strings.Cut(rest, ",")
+	mediaType, ok2 := strings.CutSuffix(head, ";base64")
+	return mediaType, data, ok && ok2
 }
 
 // rawArguments turns a function call's arguments string into a tool_use input.
