@@ -81,7 +81,7 @@ func claudeFlags() []claudeFlag {
 		{name: "disallowedTools", typ: flagList, more: moreRules, usage: "permission rules that refuse calls; a bare tool name takes the tool away"},
 		{name: "disallowed-tools", typ: flagList, more: moreRules, usage: "the same as --disallowedTools"},
 		{name: "tools", typ: flagList, more: moreRules, usage: "the workspace tools offered: Read,Edit,Bash | default (all) | \"\" (none)"},
-		{name: "permission-prompt-tool", typ: flagString, ignored: "approval through an MCP tool is not supported: only stdio (an SDK host's canUseTool) is",
+		{name: "permission-prompt-tool", typ: flagString, ignored: "approval through an MCP tool is not supported: only stdio (an SDK host's canUseTool) is supported",
 			instead: "decide permissions with --allowedTools, --disallowedTools or --permission-mode", usage: "stdio: put calls the permission mode refuses to the SDK host (can_use_tool)"},
 		{name: "include-partial-messages", typ: flagBool, usage: "write stream_event lines with the parent's streamed reply"},
 		{name: "max-budget-usd", typ: flagFloat, usage: "end the run with error_max_budget_usd once its estimated cost is over this"},
