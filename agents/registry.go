@@ -287,8 +287,14 @@ func (r *Registry) Stop(id TaskID) (Row, error) {
 func (r *Registry) CancelAll(cause error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, c := range r.tasks {
-		c.stop(cause)
+	// The queued first: a running turn cancelled first would free its slot for a queued
+	// one, which could start before its own cancel arrives.
+	for _, queued := range []bool{true, false} {
+		for _, c := range r.tasks {
+			if (c.snapshot().Status == StatusQueued) == queued {
+				c.stop(cause)
+			}
+		}
 	}
 }
 

@@ -113,15 +113,13 @@ func (s *slots) wait(ctx context.Context, t *slotTicket) error {
 	}
 	select {
 	case <-t.ready:
-		return nil
 	case <-ctx.Done():
 	}
-	s.mu.Lock()
-	granted := t.granted
-	s.mu.Unlock()
-	if granted {
-		return nil // granted as ctx ended: the turn runs and sees ctx itself
+	if ctx.Err() == nil {
+		return nil
 	}
+	// Cancelled before the turn started (granted or not as ctx ended): it never runs, and
+	// a slot it was given goes to the next in line.
 	s.release(t)
 	return context.Cause(ctx)
 }

@@ -75,14 +75,18 @@ func TestForegroundFanOutConnections(t *testing.T) {
 		t.Fatalf("run: %v\n%s", err, stderr.String())
 	}
 	open, active := srv.Connections()
-	t.Logf("300 foreground agents: at most %d connections open, %d in use", open, active)
-	if active > 8 || active < 2 {
-		t.Errorf("%d connections served requests at once, want 2..8 (--max-foreground)", active)
+	streams := srv.Streams()
+	t.Logf("300 foreground agents: at most %d requests answered at once, %d connections open, %d in use", streams, open, active)
+	// Requests are counted until just before their answer's end is written, so no agent can have
+	// finished (and freed its place) while its answer still counts: the cap holds exactly.
+	if streams > 8 || streams < 2 {
+		t.Errorf("%d requests answered at once, want 2..8 (--max-foreground)", streams)
 	}
-	// The client returns a connection to its pool a moment after the caller has read the
-	// end of its response, so the next agent may dial once more than it needs.
-	if open > 9 {
-		t.Errorf("%d connections open at once, want at most 8 (and one still being returned to the pool)", open)
+	// Connections lag by one: the server turns a connection idle, and the client returns it
+	// to its pool, a moment after the caller has read the end of the answer, so the next
+	// agent's request may arrive (on a new connection) before the last one counts as done.
+	if active > 9 || open > 9 {
+		t.Errorf("%d connections open and %d in use at once, want at most 8 (and one being returned to the pool)", open, active)
 	}
 	var started []string
 	completed := 0

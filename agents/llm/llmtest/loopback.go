@@ -69,6 +69,10 @@ type Loopback struct {
 	// now; peakOpen and peakActive the most at once.
 	open, active, peakOpen, peakActive int
 	states                             map[net.Conn]http.ConnState
+	// streams counts the requests being answered now, from their arrival until just before
+	// their terminal event (SSE.End) or the handler's return; peakStreams the most at once.
+	streams, peakStreams int
+	flights              map[http.ResponseWriter]*flight
 }
 
 type recorded struct {
@@ -80,8 +84,12 @@ type recorded struct {
 // (store the Loopback where h finds it first).
 func NewLoopback(h http.Handler, f Faults) *Loopback {
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &Loopback{cancel: cancel, faults: f, states: map[net.Conn]http.ConnState{}}
-	l.srv = httptest.NewUnstartedServer(h)
+	l := &Loopback{cancel: cancel, faults: f, states: map[net.Conn]http.ConnState{}, flights: map[http.ResponseWriter]*flight{}}
+	l.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f := l.arrive(w)
+		defer l.leave(w, f)
+		h.ServeHTTP(w, r)
+	}))
 	l.srv.Config.BaseContext = func(net.Listener) context.Context { return ctx }
 	l.srv.Config.ConnState = l.connState
 	return l
@@ -118,6 +126,48 @@ func (l *Loopback) Connections() (peakOpen, peakActive int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.peakOpen, l.peakActive
+}
+
+// flight is one request being answered.
+type flight struct{ ended bool }
+
+// arrive counts a request from its arrival.
+func (l *Loopback) arrive(w http.ResponseWriter) *flight {
+	f := &flight{}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.flights[w] = f
+	l.streams++
+	l.peakStreams = max(l.peakStreams, l.streams)
+	return f
+}
+
+// end stops counting f; only the first call counts.
+func (l *Loopback) end(f *flight) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if f != nil && !f.ended {
+		f.ended = true
+		l.streams--
+	}
+}
+
+// leave ends f, if the handler did not, when its handler returns.
+func (l *Loopback) leave(w http.ResponseWriter, f *flight) {
+	l.end(f)
+	l.mu.Lock()
+	delete(l.flights, w)
+	l.mu.Unlock()
+}
+
+// Streams returns the most requests answered at once, each counted from its arrival until
+// just before its answer's terminal event is written (or its handler returns): a client
+// cannot have read an answer's end while it still counts, so this is exact where
+// Connections lags (a connection turns idle a moment after its client has read the end).
+func (l *Loopback) Streams() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.peakStreams
 }
 
 // Start starts serving.
@@ -197,8 +247,8 @@ func (l *Loopback) meets(agent string) bool {
 // Stream starts a 200 text/event-stream answer for a request of agent and returns its
 // writer, which cuts the stream if the faults say so.
 func (l *Loopback) Stream(w http.ResponseWriter, agent string) *SSE {
-	s := &SSE{w: w, rc: http.NewResponseController(w)}
 	l.mu.Lock()
+	s := &SSE{w: w, rc: http.NewResponseController(w), lb: l, flight: l.flights[w]}
 	if f := l.faults; f.CutAfter > 0 && l.meets(agent) && (f.CutTimes <= 0 || l.cut < f.CutTimes) {
 		l.cut++
 		s.cutAfter, s.mode = f.CutAfter, f.Cut

@@ -23,6 +23,17 @@ type SSE struct {
 	mode     CutMode
 	events   int
 	cut      bool
+	lb       *Loopback
+	flight   *flight
+}
+
+// End says the answer is about to write its terminal event: its request no longer counts
+// in Loopback.Streams. Only the first call counts; the request stops counting anyway when
+// its handler returns.
+func (s *SSE) End() {
+	if s.lb != nil {
+		s.lb.end(s.flight)
+	}
 }
 
 // Event writes one event (its text ends with the blank line) and counts it. After

@@ -264,6 +264,7 @@ func (s *Server) stream(w http.ResponseWriter, agent, id, model string, in *llm.
 	if out.event("message_delta", md) != nil {
 		return
 	}
+	out.End()
 	_ = out.event("message_stop", typeOnly{Type: "message_stop"})
 }
 

@@ -137,6 +137,9 @@ func (s *Server) Close() { s.lb.Close() }
 // request at once.
 func (s *Server) Connections() (peakOpen, peakActive int) { return s.lb.Connections() }
 
+// Streams returns the most requests answered at once (llmtest.Loopback.Streams).
+func (s *Server) Streams() int { return s.lb.Streams() }
+
 // Requests returns a copy of every request body received so far, in arrival order,
 // including the ones answered with an error.
 func (s *Server) Requests() [][]byte { return s.lb.Requests() }
@@ -260,6 +263,7 @@ func (s *Server) stream(w http.ResponseWriter, agent, id, model string, includeU
 			return
 		}
 	}
+	out.End()
 	_ = out.Write("data: [DONE]\n\n")
 }
 
