@@ -35,7 +35,9 @@ test("stopTask() stops a background agent: a stopped notification with its parti
     if (m.type === "system" && m.subtype === "task_notification") {
       again = await settle(q.stopTask(m.task_id), "stopTask again");
     }
-    if (m.type === "result" && results(messages).length === 2) release();
+    // The parent reads the notification in a turn of its own, or mid-turn when it comes
+    // while the first turn still runs: either way a result then says what was found.
+    if (m.type === "result" && String(m.result).startsWith("Stopped;")) release();
   }
   assert.equal(stopped?.ok, true, `stopTask: ${stopped?.error}\nstderr: ${stderr.join("")}`);
   assert.equal(again.ok, false, "a task that no longer runs cannot be stopped");
@@ -48,8 +50,8 @@ test("stopTask() stops a background agent: a stopped notification with its parti
   assert.equal(notes[0].status, "stopped");
   assert.equal(notes[0].summary, "Found clue-1 so far.", "the partial findings are kept");
   const rs = results(messages);
-  assert.deepEqual(rs.map((r) => r.subtype), ["success", "success"]);
-  assert.equal(rs[1].result, "Stopped; it had found: Found clue-1 so far.");
+  assert.ok(rs.every((r) => r.subtype === "success"), JSON.stringify(rs.map((r) => r.subtype)));
+  assert.equal(rs.at(-1).result, "Stopped; it had found: Found clue-1 so far.");
   assert.ok(!JSON.stringify(messages).includes("too late"), "the slow reply never arrived");
 });
 
