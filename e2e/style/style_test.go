@@ -227,8 +227,8 @@ func TestImportRulesBite(t *testing.T) {
 // Package-level variables are state shared by every caller; the only ones allowed are
 // the kinds that are never written: sentinel errors, compiled regular expressions (or
 // ones compiled on first use: sync.OnceValue of a func that only returns
-// regexp.MustCompile(...), so that start-up does not pay for them) and interface
-// assertions (var _ I = ...).
+// regexp.MustCompile(...), so that start-up does not pay for them), interface
+// assertions (var _ I = ...) and files embedded with //go:embed (a tool's description).
 func TestNoPackageState(t *testing.T) {
 	t.Parallel()
 	_, _, pkgs := loadModule(t)
@@ -244,6 +244,9 @@ func TestNoPackageState(t *testing.T) {
 				}
 				for _, spec := range gd.Specs {
 					vs := spec.(*ast.ValueSpec)
+					if embedded(gd, vs) {
+						continue
+					}
 					for i, id := range vs.Names {
 						if why := allowedVar(id, vs, i); why != "" {
 							t.Errorf("%s: package-level var %s: %s", name, id.Name, why)
@@ -253,6 +256,28 @@ func TestNoPackageState(t *testing.T) {
 			}
 		}
 	}
+}
+
+// embedded reports whether the var spec vs of gd is a file embedded with //go:embed: a
+// string or a byte slice the compiler fills in, with the directive right above it (on the
+// spec in a var block, on the declaration otherwise).
+func embedded(gd *ast.GenDecl, vs *ast.ValueSpec) bool {
+	doc := vs.Doc
+	if doc == nil && len(gd.Specs) == 1 {
+		doc = gd.Doc
+	}
+	if doc == nil || len(vs.Names) != 1 || len(vs.Values) != 0 {
+		return false
+	}
+	directive := slices.ContainsFunc(doc.List, func(c *ast.Comment) bool { return strings.HasPrefix(c.Text, "//go:embed ") })
+	switch typ := vs.Type.(type) {
+	case *ast.Ident:
+		return directive && typ.Name == "string"
+	case *ast.ArrayType:
+		elem, ok := typ.Elt.(*ast.Ident)
+		return directive && typ.Len == nil && ok && elem.Name == "byte"
+	}
+	return false
 }
 
 // allowedVar says why the i-th name of a var spec is not an allowed package-level var
@@ -331,14 +356,21 @@ func TestAllowedVarKinds(t *testing.T) {
 		{`var count int`, false},
 		{`var Default = New()`, false},
 		{`var notAnError = errors.New("x")`, false},
+		{"//go:embed a.md\nvar desc string", true},
+		{"var (\n\t//go:embed a.md\n\tdesc string\n)", true},
+		{"//go:embed a.png\nvar img []byte", true},
+		{"// not a directive: go:embed a.md\nvar desc string", false},
+		{"//go:embed a.md\nvar n int", false},
+		{"//go:embed a.md\nvar desc = \"x\"", false},
 	}
 	for _, tt := range tests {
-		f, err := parser.ParseFile(token.NewFileSet(), "x.go", "package x\n"+tt.src, 0)
+		f, err := parser.ParseFile(token.NewFileSet(), "x.go", "package x\n"+tt.src, parser.ParseComments)
 		if err != nil {
 			t.Fatal(err)
 		}
-		vs := f.Decls[0].(*ast.GenDecl).Specs[0].(*ast.ValueSpec)
-		if got := allowedVar(vs.Names[0], vs, 0) == ""; got != tt.want {
+		gd := f.Decls[0].(*ast.GenDecl)
+		vs := gd.Specs[0].(*ast.ValueSpec)
+		if got := embedded(gd, vs) || allowedVar(vs.Names[0], vs, 0) == ""; got != tt.want {
 			t.Errorf("%s: allowed = %v, want %v", tt.src, got, tt.want)
 		}
 	}
