@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/headless"
 )
 
@@ -149,7 +150,7 @@ func TestClaudeIdiomOptions(t *testing.T) {
 		prompt   string
 		resume   string
 		cont     bool
-		approval string
+		approval tools.Mode
 		allowed  []string
 		denied   []string
 		system   string

@@ -27,20 +27,6 @@ import (
 	"github.com/stoke-cli/stoke/headless/progress"
 )
 
-// Approval modes.
-const (
-	approvalPlan     = "plan"
-	approvalDefault  = "default"
-	approvalAutoEdit = "auto-edit"
-	approvalYolo     = "yolo"
-)
-
-// --background-on-exit policies.
-const (
-	backgroundWait   = "wait"
-	backgroundCancel = "cancel"
-)
-
 const (
 	defaultMaxTurns      = headless.DefaultMaxTurns
 	defaultMaxBackground = agents.DefaultMaxBackground
@@ -54,27 +40,27 @@ const (
 // weakest: flags, environment, the project's .stoke/settings.yaml, $STOKE_HOME/settings.yaml
 // and defaults. Keys are the flag names; api-key and log-level have no flag.
 type Config struct {
-	Provider           string        `mapstructure:"provider"`
-	Model              string        `mapstructure:"model"`
-	BaseURL            string        `mapstructure:"base-url"`
-	APIKey             string        `mapstructure:"api-key"`
-	Scenario           string        `mapstructure:"scenario"`
-	OutputFormat       string        `mapstructure:"output-format"`
-	InputFormat        string        `mapstructure:"input-format"`
-	MaxTurns           int           `mapstructure:"max-turns"`
-	Timeout            time.Duration `mapstructure:"timeout"`
-	RequestTimeout     time.Duration `mapstructure:"request-timeout"`
-	ApprovalMode       string        `mapstructure:"approval-mode"`
-	BackgroundOnExit   string        `mapstructure:"background-on-exit"`
-	MaxBackground      int           `mapstructure:"max-background"`
-	MaxForeground      int           `mapstructure:"max-foreground"`
-	MaxQueued          int           `mapstructure:"max-queued"`
-	NoBackgroundAgents bool          `mapstructure:"no-background-agents"`
-	Verbose            bool          `mapstructure:"verbose"`
-	Debug              bool          `mapstructure:"debug"`
-	LogLevel           string        `mapstructure:"log-level"`
-	TraceFile          string        `mapstructure:"trace-file"`
-	Progress           string        `mapstructure:"progress"`
+	Provider           string                    `mapstructure:"provider"`
+	Model              string                    `mapstructure:"model"`
+	BaseURL            string                    `mapstructure:"base-url"`
+	APIKey             string                    `mapstructure:"api-key"`
+	Scenario           string                    `mapstructure:"scenario"`
+	OutputFormat       string                    `mapstructure:"output-format"`
+	InputFormat        string                    `mapstructure:"input-format"`
+	MaxTurns           int                       `mapstructure:"max-turns"`
+	Timeout            time.Duration             `mapstructure:"timeout"`
+	RequestTimeout     time.Duration             `mapstructure:"request-timeout"`
+	ApprovalMode       tools.Mode                `mapstructure:"approval-mode"`
+	BackgroundOnExit   headless.BackgroundPolicy `mapstructure:"background-on-exit"`
+	MaxBackground      int                       `mapstructure:"max-background"`
+	MaxForeground      int                       `mapstructure:"max-foreground"`
+	MaxQueued          int                       `mapstructure:"max-queued"`
+	NoBackgroundAgents bool                      `mapstructure:"no-background-agents"`
+	Verbose            bool                      `mapstructure:"verbose"`
+	Debug              bool                      `mapstructure:"debug"`
+	LogLevel           string                    `mapstructure:"log-level"`
+	TraceFile          string                    `mapstructure:"trace-file"`
+	Progress           string                    `mapstructure:"progress"`
 
 	// Per-run values: flags and STOKE_* environment only; a settings file cannot set them.
 	Prompt         string        `mapstructure:"prompt"`
@@ -125,8 +111,8 @@ func (c Config) LogValue() slog.Value {
 		slog.String("input-format", c.InputFormat),
 		slog.Int("max-turns", c.MaxTurns),
 		slog.Duration("timeout", c.Timeout),
-		slog.String("approval-mode", c.ApprovalMode),
-		slog.String("background-on-exit", c.BackgroundOnExit),
+		slog.String("approval-mode", string(c.ApprovalMode)),
+		slog.String("background-on-exit", string(c.BackgroundOnExit)),
 		slog.Int("max-background", c.MaxBackground),
 		slog.Int("max-foreground", c.MaxForeground),
 		slog.Int("max-queued", c.MaxQueued),
@@ -201,8 +187,8 @@ func settings() []setting {
 		{key: "max-turns", kind: kindInt, flag: true, def: defaultMaxTurns, scope: scopeNarrow, narrower: lowerCap(intValue)},
 		{key: "timeout", kind: kindDuration, flag: true, def: time.Duration(0), scope: scopeNarrow, narrower: lowerCap(durationValue)},
 		{key: "request-timeout", kind: kindDuration, flag: true, def: defaultRequestTimeout, scope: scopeNarrow, narrower: lowerCap(durationValue)},
-		{key: "approval-mode", kind: kindString, flag: true, def: approvalDefault, scope: scopeNarrow, narrower: lowerMode},
-		{key: "background-on-exit", kind: kindString, flag: true, def: backgroundWait, scope: scopeNarrow, narrower: cancelsSooner},
+		{key: "approval-mode", kind: kindString, flag: true, def: string(tools.ModeDefault), scope: scopeNarrow, narrower: lowerMode},
+		{key: "background-on-exit", kind: kindString, flag: true, def: string(headless.BackgroundWait), scope: scopeNarrow, narrower: cancelsSooner},
 		{key: "max-background", kind: kindInt, flag: true, def: defaultMaxBackground, scope: scopeNarrow, narrower: fewer},
 		{key: "max-foreground", kind: kindInt, flag: true, def: defaultMaxForeground, scope: scopeNarrow, narrower: fewer},
 		{key: "max-queued", kind: kindInt, flag: true, def: defaultMaxQueued, scope: scopeNarrow, narrower: fewer},
@@ -605,7 +591,7 @@ func fewer(v, base any) bool {
 // cancelsSooner: cancel ends background agents with the run; wait lets them finish.
 func cancelsSooner(v, base any) bool {
 	s := fmt.Sprint(v)
-	return s == backgroundCancel || s == fmt.Sprint(base) || s != backgroundWait // another value fails validation
+	return s == string(headless.BackgroundCancel) || s == fmt.Sprint(base) || s != string(headless.BackgroundWait) // another value fails validation
 }
 
 // turnsOff: a project may turn background agents off, not on.
@@ -805,6 +791,15 @@ func checkValue(k kind, val any) error {
 	return nil
 }
 
+// names returns the values of an enumeration as strings.
+func names[T ~string](values []T) []string {
+	out := make([]string, len(values))
+	for i, v := range values {
+		out[i] = string(v)
+	}
+	return out
+}
+
 // redact hides the value of secret keys in messages.
 func redact(key, val string) string {
 	if key == "api-key" {
@@ -839,8 +834,8 @@ func (c *Config) validate() (slog.Level, error) {
 		{"provider", c.Provider, []string{providerOpenAI, providerAnthropic, providerScripted}},
 		{"output-format", c.OutputFormat, []string{headless.OutputText, headless.OutputJSON, headless.OutputStreamJSON}},
 		{"input-format", c.InputFormat, []string{headless.InputText, headless.InputStreamJSON}},
-		{"approval-mode", c.ApprovalMode, []string{approvalPlan, approvalDefault, approvalAutoEdit, approvalYolo}},
-		{"background-on-exit", c.BackgroundOnExit, []string{backgroundWait, backgroundCancel}},
+		{"approval-mode", string(c.ApprovalMode), names(tools.Modes())},
+		{"background-on-exit", string(c.BackgroundOnExit), names(headless.BackgroundPolicies())},
 		{"progress", c.Progress, progress.Modes()},
 	}
 	for _, e := range enums {

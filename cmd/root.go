@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/headless"
 	"github.com/stoke-cli/stoke/headless/progress"
 )
@@ -211,8 +212,8 @@ func addRunFlags(f *pflag.FlagSet) {
 	f.Int("max-turns", defaultMaxTurns, "cap on parent model calls per turn (a prompt, or a turn reading notifications); 0: no cap")
 	f.Duration("timeout", 0, "whole-run deadline, e.g. 10m (0: none)")
 	f.Duration("request-timeout", defaultRequestTimeout, "limit on one model request, streamed answer included")
-	f.String("approval-mode", approvalDefault, "plan | default | auto-edit | yolo")
-	f.String("background-on-exit", backgroundWait, "wait: end after background agents settle | cancel: cancel them at the end")
+	f.String("approval-mode", string(tools.ModeDefault), tools.ModeNames(" | "))
+	f.String("background-on-exit", string(headless.BackgroundWait), "wait: end after background agents settle | cancel: cancel them at the end")
 	f.Int("max-background", defaultMaxBackground, "cap on running background agents; launches over it wait in a queue")
 	f.Int("max-queued", defaultMaxQueued, "cap on background launches waiting for a slot; past it a launch fails")
 	f.Int("max-foreground", defaultMaxForeground, "cap on foreground agents running at once; the others wait their turn")

@@ -10,6 +10,7 @@ import (
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/llm/price"
 	"github.com/stoke-cli/stoke/agents/secrets"
+	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/agents/trace"
 	"github.com/stoke-cli/stoke/headless/sdkhost"
 	"github.com/stoke-cli/stoke/streamjson"
@@ -32,6 +33,23 @@ const (
 	InputText       = "text"
 	InputStreamJSON = "stream-json"
 )
+
+// BackgroundPolicy is --background-on-exit: what becomes of the background agents still
+// at work once the parent has nothing left to do.
+type BackgroundPolicy string
+
+// The background policies.
+const (
+	// BackgroundWait: the run waits for them, and the parent reads their notifications.
+	BackgroundWait BackgroundPolicy = "wait"
+	// BackgroundCancel: they are cancelled, and the run ends once they have settled.
+	BackgroundCancel BackgroundPolicy = "cancel"
+)
+
+// BackgroundPolicies returns the background policies, the default first.
+func BackgroundPolicies() []BackgroundPolicy {
+	return []BackgroundPolicy{BackgroundWait, BackgroundCancel}
+}
 
 // Options configure one headless run. cmd builds them from flags and configuration; Run
 // never changes them (what a resume or an SDK host's initialize request adds lives in
@@ -61,10 +79,11 @@ type Options struct {
 	MaxTurns int
 	// Timeout bounds the whole run; 0 means none.
 	Timeout time.Duration
-	// ApprovalMode: plan | default | auto-edit | yolo.
-	ApprovalMode string
-	// BackgroundOnExit: wait | cancel.
-	BackgroundOnExit string
+	// ApprovalMode is the run's approval mode (default when empty), a ceiling for every
+	// agent's.
+	ApprovalMode tools.Mode
+	// BackgroundOnExit is the background policy (BackgroundWait when empty).
+	BackgroundOnExit BackgroundPolicy
 	// CWD is the workspace root.
 	CWD string
 	// SessionID names the session; cmd generates one when the user gave none. It is empty

@@ -389,20 +389,3 @@ func NewResult(subtype string) *Result {
 		PermissionDenials: []PermissionDenial{},
 	}
 }
-
-// PermissionMode returns the init line's permissionMode for a stoke approval mode, in the
-// Claude Agent SDK's vocabulary (default | acceptEdits | plan | bypassPermissions), which SDK
-// consumers switch on: auto-edit is acceptEdits, yolo is bypassPermissions. Other values are
-// returned unchanged.
-func PermissionMode(approvalMode string) string {
-	switch approvalMode {
-	case "auto-edit":
-		return "acceptEdits"
-	case "yolo":
-		return "bypassPermissions"
-	case "":
-		return "default"
-	default:
-		return approvalMode
-	}
-}

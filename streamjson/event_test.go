@@ -301,14 +301,3 @@ func TestConstructedStreamIsValidAndStable(t *testing.T) {
 		t.Errorf("encoded stream differs from %s (-want +got; go test -update rewrites it):\n%s", golden, diff)
 	}
 }
-
-func TestPermissionMode(t *testing.T) {
-	t.Parallel()
-	for in, want := range map[string]string{
-		"": "default", "default": "default", "plan": "plan", "auto-edit": "acceptEdits", "yolo": "bypassPermissions",
-	} {
-		if got := PermissionMode(in); got != want {
-			t.Errorf("PermissionMode(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
