@@ -12,6 +12,7 @@ import (
 
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/tools"
+	"github.com/stoke-cli/stoke/streamjson"
 )
 
 // Names of the caller-owned task tools. Subagents never get these.
@@ -188,12 +189,12 @@ func (t sendMessageTool) Run(ctx context.Context, call tools.Call) tools.Result 
 		wait = fmt.Sprintf("; it waits for a background slot (position %d in the queue)", res.Position)
 	}
 	switch res.Continuation {
-	case "queued":
+	case streamjson.ContinuationQueued:
 		if res.Row.Status == StatusQueued {
 			return tools.Result{Content: fmt.Sprintf("task_id: %s\nqueued: the agent waits for a slot; it reads your message once it runs, between its tool rounds.", id)}
 		}
 		return tools.Result{Content: fmt.Sprintf("task_id: %s\nqueued: the agent is running; it reads your message between its tool rounds.", id)}
-	case "resident":
+	case streamjson.ContinuationResident:
 		return tools.Result{Content: fmt.Sprintf("task_id: %s\ncontinued on its resident runtime as turn %d%s; the reply arrives as a <task-notification>.", id, res.Row.Turn, wait)}
 	default:
 		return tools.Result{Content: fmt.Sprintf("task_id: %s\nrevived from its transcript as turn %d%s; the reply arrives as a <task-notification>.", id, res.Row.Turn, wait)}

@@ -232,7 +232,7 @@ func constructedStream(t *testing.T) []byte {
 		ev.AgentKeys = AgentKeys{TaskID: "t1", AgentID: "t1", SubagentType: "general-purpose", TaskDescription: "Keep a nonce"}
 		return ev
 	}
-	started := func(turn int, call, cont, prompt string) *TaskStarted {
+	started := func(turn int, call string, cont Continuation, prompt string) *TaskStarted {
 		ev := NewTaskStarted()
 		ev.TaskID, ev.ToolUseID, ev.Description, ev.SubagentType = "t1", call, "Keep a nonce", "general-purpose"
 		ev.Prompt, ev.IsBackgrounded, ev.Turn, ev.Continuation = prompt, true, turn, cont
