@@ -7,8 +7,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/stoke-cli/stoke/agents"
 	"github.com/stoke-cli/stoke/agents/tools"
-	"github.com/stoke-cli/stoke/headless"
 )
 
 // normalize runs normalizeArgs over args with the real root command, in a process whose
@@ -214,7 +214,7 @@ func TestClaudeIdiomOptions(t *testing.T) {
 			wantW := tt.want
 			wantW.approval = approval
 			if wantW.maxTurns == 0 {
-				wantW.maxTurns = headless.DefaultMaxTurns
+				wantW.maxTurns = agents.DefaultMaxTurns
 			}
 			if d := cmp.Diff(wantW, gotW, cmp.AllowUnexported(want{})); d != "" {
 				t.Errorf("options (-want +got):\n%s", d)

@@ -27,14 +27,8 @@ import (
 	"github.com/stoke-cli/stoke/headless/progress"
 )
 
-const (
-	defaultMaxTurns      = headless.DefaultMaxTurns
-	defaultMaxBackground = agents.DefaultMaxBackground
-	defaultMaxForeground = agents.DefaultMaxForeground
-	defaultMaxQueued     = agents.DefaultMaxQueued
-	// settingsFile is the name of a settings file, in $STOKE_HOME and in <project>/.stoke.
-	settingsFile = "settings.yaml"
-)
+// settingsFile is the name of a settings file, in $STOKE_HOME and in <project>/.stoke.
+const settingsFile = "settings.yaml"
 
 // Config is the configuration of one run after viper has layered, from strongest to
 // weakest: flags, environment, the project's .stoke/settings.yaml, $STOKE_HOME/settings.yaml
@@ -184,14 +178,14 @@ func settings() []setting {
 		{key: "base-url", kind: kindString, flag: true, why: "the API key is sent there"},
 		{key: "api-key", kind: kindString, why: "a credential"},
 		{key: "scenario", kind: kindString, flag: true, why: "a scenario replaces the model with a script"},
-		{key: "max-turns", kind: kindInt, flag: true, def: defaultMaxTurns, scope: scopeNarrow, narrower: lowerCap(intValue)},
+		{key: "max-turns", kind: kindInt, flag: true, def: agents.DefaultMaxTurns, scope: scopeNarrow, narrower: lowerCap(intValue)},
 		{key: "timeout", kind: kindDuration, flag: true, def: time.Duration(0), scope: scopeNarrow, narrower: lowerCap(durationValue)},
 		{key: "request-timeout", kind: kindDuration, flag: true, def: defaultRequestTimeout, scope: scopeNarrow, narrower: lowerCap(durationValue)},
 		{key: "approval-mode", kind: kindString, flag: true, def: string(tools.ModeDefault), scope: scopeNarrow, narrower: lowerMode},
 		{key: "background-on-exit", kind: kindString, flag: true, def: string(headless.BackgroundWait), scope: scopeNarrow, narrower: cancelsSooner},
-		{key: "max-background", kind: kindInt, flag: true, def: defaultMaxBackground, scope: scopeNarrow, narrower: fewer},
-		{key: "max-foreground", kind: kindInt, flag: true, def: defaultMaxForeground, scope: scopeNarrow, narrower: fewer},
-		{key: "max-queued", kind: kindInt, flag: true, def: defaultMaxQueued, scope: scopeNarrow, narrower: fewer},
+		{key: "max-background", kind: kindInt, flag: true, def: agents.DefaultMaxBackground, scope: scopeNarrow, narrower: fewer},
+		{key: "max-foreground", kind: kindInt, flag: true, def: agents.DefaultMaxForeground, scope: scopeNarrow, narrower: fewer},
+		{key: "max-queued", kind: kindInt, flag: true, def: agents.DefaultMaxQueued, scope: scopeNarrow, narrower: fewer},
 		{key: "no-background-agents", kind: kindBool, flag: true, def: false, scope: scopeNarrow, narrower: turnsOff},
 		{key: "resume", kind: kindString, flag: true, perRun: true},
 		{key: "continue", kind: kindBool, flag: true, perRun: true},

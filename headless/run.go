@@ -214,7 +214,7 @@ func newSession(ctx context.Context, opts Options, cp *sdkhost.ControlPlane) (_ 
 		MaxForeground:    opts.MaxForeground,
 		MaxRetained:      opts.MaxRetained,
 		BackgroundAgents: opts.BackgroundAgents,
-		MaxSteps:         200,
+		MaxSteps:         agents.DefaultMaxSteps,
 		SubagentTools:    s.subagentTools(ws, wsOpts),
 		Hooks:            opts.Hooks,
 		HookRunner:       s.hookRunner(),
