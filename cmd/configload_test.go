@@ -117,14 +117,8 @@ func TestFileLayer(t *testing.T) {
 				writeFile(t, filepath.Join(in.cwd, ".stoke", settingsFile), tt.project)
 			}
 			files, err := fileLayer(in, settings())
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want one containing %q", err, tt.wantErr)
-				}
+			if failed(t, err, tt.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if files.trusted != tt.wantTrusted {
 				t.Errorf("trusted = %v, want %v", files.trusted, tt.wantTrusted)
@@ -229,22 +223,35 @@ func TestEnvLayer(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			got, err := envLayer(func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok }, settings())
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want one containing %q", err, tt.wantErr)
-				}
+			if failed(t, err, tt.wantErr) {
 				return
 			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d := cmp.Diff(tt.wantValues, got.values); d != "" {
-				t.Errorf("values (-want +got):\n%s", d)
-			}
-			if d := cmp.Diff(tt.wantSources, got.sources); d != "" {
-				t.Errorf("sources (-want +got):\n%s", d)
-			}
+			checkLayer(t, got, layer{values: tt.wantValues, sources: tt.wantSources})
 		})
+	}
+}
+
+// failed checks err against wantErr (a part of the message, "" for none) and reports
+// whether the step failed, as it should have.
+func failed(t *testing.T, err error, wantErr string) bool {
+	t.Helper()
+	switch {
+	case wantErr == "" && err != nil:
+		t.Fatal(err)
+	case wantErr != "" && (err == nil || !strings.Contains(err.Error(), wantErr)):
+		t.Fatalf("err = %v, want one containing %q", err, wantErr)
+	}
+	return err != nil
+}
+
+// checkLayer compares a step's layer with want.
+func checkLayer(t *testing.T, got, want layer) {
+	t.Helper()
+	if d := cmp.Diff(want.values, got.values); d != "" {
+		t.Errorf("values (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(want.sources, got.sources); d != "" {
+		t.Errorf("sources (-want +got):\n%s", d)
 	}
 }
 
@@ -343,12 +350,7 @@ func TestProviderEnvLayer(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			got := providerEnvLayer(tt.provider, func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok }, tt.sources)
-			if d := cmp.Diff(tt.wantValues, got.values); d != "" {
-				t.Errorf("values (-want +got):\n%s", d)
-			}
-			if d := cmp.Diff(tt.wantSources, got.sources); d != "" {
-				t.Errorf("sources (-want +got):\n%s", d)
-			}
+			checkLayer(t, got, layer{values: tt.wantValues, sources: tt.wantSources})
 		})
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -236,25 +237,20 @@ func TestImportRulesBite(t *testing.T) {
 func TestNoPackageState(t *testing.T) {
 	t.Parallel()
 	_, _, pkgs := loadModule(t)
-	for _, p := range sorted(pkgs) {
-		for name, f := range p.files {
-			if strings.HasSuffix(name, "_test.go") {
+	for _, file := range nonTestFiles(pkgs) {
+		for _, d := range file.f.Decls {
+			gd, ok := d.(*ast.GenDecl)
+			if !ok || gd.Tok != token.VAR {
 				continue
 			}
-			for _, d := range f.Decls {
-				gd, ok := d.(*ast.GenDecl)
-				if !ok || gd.Tok != token.VAR {
+			for _, spec := range gd.Specs {
+				vs := spec.(*ast.ValueSpec)
+				if embedded(gd, vs) {
 					continue
 				}
-				for _, spec := range gd.Specs {
-					vs := spec.(*ast.ValueSpec)
-					if embedded(gd, vs) {
-						continue
-					}
-					for i, id := range vs.Names {
-						if why := allowedVar(id, vs, i); why != "" {
-							t.Errorf("%s: package-level var %s: %s", name, id.Name, why)
-						}
+				for i, id := range vs.Names {
+					if why := allowedVar(id, vs, i); why != "" {
+						t.Errorf("%s: package-level var %s: %s", file.name, id.Name, why)
 					}
 				}
 			}
@@ -510,16 +506,31 @@ func spelledVocabulary(rel string, f *ast.File) []string {
 func TestVocabularyOwners(t *testing.T) {
 	t.Parallel()
 	_, _, pkgs := loadModule(t)
+	for _, file := range nonTestFiles(pkgs) {
+		for _, why := range spelledVocabulary(file.pkg.rel, file.f) {
+			t.Errorf("%s: %s", file.name, why)
+		}
+	}
+}
+
+// goFile is one file of a package.
+type goFile struct {
+	pkg  *pkg
+	name string
+	f    *ast.File
+}
+
+// nonTestFiles returns the non-test files of pkgs, in order.
+func nonTestFiles(pkgs map[string]*pkg) []goFile {
+	var out []goFile
 	for _, p := range sorted(pkgs) {
-		for name, f := range p.files {
-			if strings.HasSuffix(name, "_test.go") {
-				continue
-			}
-			for _, why := range spelledVocabulary(p.rel, f) {
-				t.Errorf("%s: %s", name, why)
+		for _, name := range slices.Sorted(maps.Keys(p.files)) {
+			if !strings.HasSuffix(name, "_test.go") {
+				out = append(out, goFile{p, name, p.files[name]})
 			}
 		}
 	}
+	return out
 }
 
 // capDefaults returns the caps whose defaults package agents owns: the names X of its
@@ -625,17 +636,12 @@ func TestDefaultsOnlyInAgents(t *testing.T) {
 	t.Parallel()
 	_, _, pkgs := loadModule(t)
 	caps := capDefaults(t, pkgs)
-	for _, p := range sorted(pkgs) {
-		if p.rel == "agents" {
+	for _, file := range nonTestFiles(pkgs) {
+		if file.pkg.rel == "agents" {
 			continue
 		}
-		for name, f := range p.files {
-			if strings.HasSuffix(name, "_test.go") {
-				continue
-			}
-			for _, what := range spelledDefaults(f, caps) {
-				t.Errorf("%s: %s: the default of a cap lives in package agents (agents.Default…)", name, what)
-			}
+		for _, what := range spelledDefaults(file.f, caps) {
+			t.Errorf("%s: %s: the default of a cap lives in package agents (agents.Default…)", file.name, what)
 		}
 	}
 }
