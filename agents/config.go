@@ -23,20 +23,21 @@ type RegistryConfig struct {
 	Model     llm.Model
 	ModelName string
 	Catalog   Catalog
-	// MaxBackground caps running background turns: launches and continuations (default 4).
-	// Over it, they wait in a FIFO queue.
+	// MaxBackground caps running background turns: launches and continuations
+	// (DefaultMaxBackground when 0). Over it, they wait in a FIFO queue.
 	MaxBackground int
-	// MaxQueued bounds that queue (default 1000); a launch or continuation past it fails.
+	// MaxQueued bounds that queue (DefaultMaxQueued when 0); a launch or continuation past
+	// it fails.
 	MaxQueued int
-	// MaxForeground caps running foreground launches (default 8); the others wait their
-	// turn, in the order the model wrote the calls.
+	// MaxForeground caps running foreground launches (DefaultMaxForeground when 0); the
+	// others wait their turn, in the order the model wrote the calls.
 	MaxForeground int
-	// MaxRetained caps settled rows (default 100).
+	// MaxRetained caps settled rows (DefaultMaxRetained when 0).
 	MaxRetained int
 	// BackgroundAgents enables run_in_background.
 	BackgroundAgents bool
-	// MaxSteps caps model calls per subagent turn (0: none). A SubagentStop hook may make
-	// one turn go on at most DefaultMaxStopBlocks times.
+	// MaxSteps caps model calls per subagent turn (0: none; a run sets DefaultMaxSteps). A
+	// SubagentStop hook may make one turn go on at most DefaultMaxStopBlocks times.
 	MaxSteps int
 	// Emit receives task events and the subagents' own events. Safe for concurrent use.
 	Emit func(streamjson.Event)
@@ -91,12 +92,27 @@ type sidecarStore interface {
 	Rel(path string) string
 }
 
-// Defaults of a Registry.
+// Defaults of a run's agents: this is the one place they are spelled. cmd gives them to
+// the flags, headless to the registry and the parent; a zero field of RegistryConfig
+// takes its default here.
 const (
+	// DefaultMaxBackground caps running background turns (--max-background).
 	DefaultMaxBackground = 4
-	DefaultMaxQueued     = 1000
+	// DefaultMaxQueued bounds the queue of background turns waiting for a slot
+	// (--max-queued).
+	DefaultMaxQueued = 1000
+	// DefaultMaxForeground caps running foreground launches (--max-foreground).
 	DefaultMaxForeground = 8
-	DefaultMaxRetained   = 100
+	// DefaultMaxRetained caps the settled rows a registry keeps, and the completed ones a
+	// resumed session brings back.
+	DefaultMaxRetained = 100
+	// DefaultMaxTurns caps the model calls of one parent turn (--max-turns): a prompt, or
+	// a turn taken to read notifications. A model that keeps calling tools ends with
+	// error_max_turns instead of running unbounded.
+	DefaultMaxTurns = 100
+	// DefaultMaxSteps caps the model calls of one subagent turn in a run
+	// (RegistryConfig.MaxSteps), lowered by a definition's MaxTurns.
+	DefaultMaxSteps = 200
 )
 
 func withRegistryDefaults(cfg RegistryConfig) RegistryConfig {

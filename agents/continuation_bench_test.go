@@ -9,6 +9,7 @@ import (
 
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/store"
+	"github.com/stoke-cli/stoke/streamjson"
 )
 
 // instantModel answers "ok" at once: the benchmarks below measure stoke's own
@@ -67,7 +68,7 @@ func benchRegistry(b *testing.B, n int, typ string) (*Registry, TaskID, string) 
 	return reg, id, path
 }
 
-func continueOnce(b *testing.B, reg *Registry, id TaskID, want string) {
+func continueOnce(b *testing.B, reg *Registry, id TaskID, want streamjson.Continuation) {
 	res, err := reg.Send(context.Background(), id, "next", "call")
 	if err != nil {
 		b.Fatal(err)

@@ -61,7 +61,7 @@ type controller struct {
 // turnState is what the running turn records while it ends.
 type turnState struct {
 	n            int
-	continuation string
+	continuation streamjson.Continuation
 	toolUseID    string
 	background   bool
 	start        time.Time
@@ -76,7 +76,7 @@ type turn struct {
 	instruction  string
 	msg          *llm.Message
 	toolUseID    string
-	continuation string
+	continuation streamjson.Continuation
 	background   bool
 	// caller is the span of the task or send_message call that started the turn, linked
 	// from the turn's own trace.
@@ -218,7 +218,7 @@ func (c *controller) schedule(parent context.Context, t turn) (context.Context, 
 // slot), with message as the instruction, and returns the turn and how it continues: on
 // the resident runtime, or revived from the transcript. Call under the registry's lock,
 // after continuable.
-func (c *controller) continueTurn(now time.Time, message, toolUseID string, queued bool) (turn, string) {
+func (c *controller) continueTurn(now time.Time, message, toolUseID string, queued bool) (turn, streamjson.Continuation) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	kind := streamjson.ContinuationResident
@@ -275,7 +275,7 @@ func (c *controller) runTurn(ctx context.Context, t turn) {
 	ctx = llm.WithTaskID(ctx, string(c.id)) // tells parallel agents of one type apart (cassette)
 	ctx, span := trace.StartTurn(ctx, c.env.cfg.Tracer, trace.TurnInfo{
 		SessionID: c.env.cfg.SessionID, Agent: row.SubagentType, TaskID: string(c.id), SubagentType: row.SubagentType,
-		Turn: t.n, Continuation: t.continuation, Caller: t.caller,
+		Turn: t.n, Continuation: string(t.continuation), Caller: t.caller,
 	})
 	res, err := c.def.runLimited(ctx, func(ctx context.Context) (TurnResult, error) { return c.execute(ctx, t) })
 	if err != nil {

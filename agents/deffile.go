@@ -385,13 +385,14 @@ func quoteColonValues(text string) (string, bool) {
 
 // approvalFrom reads approval-mode, Claude Code's permissionMode and Qwen Code's
 // approvalMode. Each may hold stoke's modes (plan, default, auto-edit, yolo, which are
-// Qwen Code's too) or Claude Code's (default, acceptEdits, bypassPermissions, plan);
-// those given must agree.
-func approvalFrom(approvalMode, permissionMode, qwenMode string) (string, error) {
+// Qwen Code's too) or Claude Code's (default, acceptEdits, bypassPermissions, plan), in
+// any case; those given must agree.
+func approvalFrom(approvalMode, permissionMode, qwenMode string) (tools.Mode, error) {
 	fields := []struct{ key, val string }{
 		{"approval-mode", approvalMode}, {"permissionMode", permissionMode}, {"approvalMode", qwenMode},
 	}
-	mode, from := "", ""
+	var mode tools.Mode
+	from := ""
 	for _, f := range fields {
 		m, err := approvalValue(f.key, f.val)
 		if err != nil {
@@ -408,24 +409,23 @@ func approvalFrom(approvalMode, permissionMode, qwenMode string) (string, error)
 	return mode, nil
 }
 
-func approvalValue(key, v string) (string, error) {
-	switch v = strings.TrimSpace(v); strings.ToLower(v) {
-	case "":
+func approvalValue(key, v string) (tools.Mode, error) {
+	v = strings.TrimSpace(v)
+	switch {
+	case v == "":
 		return "", nil
-	case approvalPlan:
-		return approvalPlan, nil
-	case approvalDefault, "dontask", "bubble":
+	case strings.EqualFold(v, "dontAsk"), strings.EqualFold(v, "bubble"):
 		// Claude Code's dontAsk refuses what is not allowed without asking, as stoke's
 		// default does when nobody can be asked; Qwen Code's bubble asks the parent
 		// session, and runs as default where there is none to ask.
-		return approvalDefault, nil
-	case approvalAutoEdit, "acceptedits":
-		return approvalAutoEdit, nil
-	case approvalYolo, "bypasspermissions":
-		return approvalYolo, nil
-	default:
-		return "", fmt.Errorf("%s %q: want plan, default (dontAsk, bubble), auto-edit (acceptEdits) or yolo (bypassPermissions)", key, v)
+		return tools.ModeDefault, nil
 	}
+	for _, m := range tools.Modes() {
+		if strings.EqualFold(v, string(m)) || strings.EqualFold(v, m.PermissionMode()) {
+			return m, nil
+		}
+	}
+	return "", fmt.Errorf("%s %q: want plan, default (dontAsk, bubble), auto-edit (acceptEdits) or yolo (bypassPermissions)", key, v)
 }
 
 // toolList is a tool list as agent files write it: a YAML list, or one comma-separated

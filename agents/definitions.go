@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stoke-cli/stoke/agents/hooks"
+	"github.com/stoke-cli/stoke/agents/tools"
 )
 
 // Definition is a subagent type.
@@ -30,8 +31,8 @@ type Definition struct {
 	// write (sonnet, fast, provider:model; see ResolveModel), so it is a model name.
 	Model string
 	// ApprovalMode, when set, lowers the run's approval mode for this agent; CapMode
-	// drops a mode above the run's.
-	ApprovalMode string
+	// drops a mode above the run's (or one stoke does not know).
+	ApprovalMode tools.Mode
 	// HasHooks: the definition declares hooks (never kept resident). Set by the loader
 	// when Hooks holds at least one hook.
 	HasHooks bool
@@ -108,43 +109,15 @@ func (d Definition) Resident() bool {
 // default < auto-edit < yolo), or one stoke does not know, CapMode returns d without it
 // (the agent runs under the run's mode) and raised true, for one warning. An empty
 // ceiling is default; an unknown ceiling ranks lowest.
-func (d Definition) CapMode(ceiling string) (Definition, bool) {
+func (d Definition) CapMode(ceiling tools.Mode) (Definition, bool) {
 	if ceiling == "" {
-		ceiling = approvalDefault
+		ceiling = tools.ModeDefault
 	}
-	if d.ApprovalMode == "" {
-		return d, false
-	}
-	own, top := approvalRank(d.ApprovalMode), max(approvalRank(ceiling), 0)
-	if own >= 0 && own <= top {
+	if d.ApprovalMode == "" || d.ApprovalMode.AtMost(ceiling) {
 		return d, false
 	}
 	d.ApprovalMode = ""
 	return d, true
-}
-
-// The approval modes, from the least permission to the most.
-const (
-	approvalPlan     = "plan"
-	approvalDefault  = "default"
-	approvalAutoEdit = "auto-edit"
-	approvalYolo     = "yolo"
-)
-
-// approvalRank orders the approval modes; an unknown mode is -1.
-func approvalRank(mode string) int {
-	switch mode {
-	case approvalPlan:
-		return 0
-	case approvalDefault:
-		return 1
-	case approvalAutoEdit:
-		return 2
-	case approvalYolo:
-		return 3
-	default:
-		return -1
-	}
 }
 
 // SystemPrompt is the system prompt sent for this type. Its last line names the type, so

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/stoke-cli/stoke/agents/hooks"
+	"github.com/stoke-cli/stoke/agents/tools"
 )
 
 func TestParseDefinitionFields(t *testing.T) {
@@ -494,8 +495,8 @@ func TestLoadDefinitionsReadsADirectoryOnce(t *testing.T) {
 func TestDefinitionCapMode(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		own, ceiling string
-		want         string // the mode the definition keeps
+		own, ceiling tools.Mode
+		want         tools.Mode // the mode the definition keeps
 		raised       bool
 	}{
 		{"", "plan", "", false},

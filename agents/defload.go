@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/stoke-cli/stoke/agents/hooks"
+	"github.com/stoke-cli/stoke/agents/tools"
 )
 
 // LoadOptions says where LoadDefinitions looks, and how it resolves what it finds.
@@ -41,7 +42,7 @@ type LoadOptions struct {
 	// Ceiling, when set, is the run's approval mode: every definition's mode is capped by
 	// it (CapMode), with one warning per definition it lowers. A run leaves it empty and
 	// caps the whole catalog itself, SDK agents included.
-	Ceiling string
+	Ceiling tools.Mode
 }
 
 // Scopes of a definition: where its file lives.

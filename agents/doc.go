@@ -24,7 +24,8 @@
 //	retention.go     pruning settled rows (MaxRetained), releasing resident runtimes
 //	roster.go        LoadRoster and Restore: the tasks a resumed session brings back
 //	sidecar.go       Sidecar: the schema of agents/<task-id>.meta.json
-//	tasktools.go     the task tools over a Registry
+//	tasktools.go     the task tools over a Registry; their descriptions are the .md files
+//	                 named after them (task.md, send_message.md, ...), embedded
 //	definitions.go   Definition, Catalog, the built-in subagent type
 //	deffile.go       agent files (.stoke/.claude/.qwen agents/*.md)
 //	worktree.go      the git worktree of an isolated agent's turn

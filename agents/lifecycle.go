@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/stoke-cli/stoke/agents/hooks"
+	"github.com/stoke-cli/stoke/streamjson"
 )
 
 // TurnInfo says which turn of which task a lifecycle call is about.
@@ -13,7 +14,7 @@ type TurnInfo struct {
 	// Definition is the task's subagent type.
 	Definition   Definition
 	Turn         int
-	Continuation string // streamjson.ContinuationFresh, ContinuationResident or ContinuationRevived
+	Continuation streamjson.Continuation // fresh, resident or revived
 	Background   bool
 	// ToolUseID is the task or send_message call that started the turn.
 	ToolUseID string
@@ -114,7 +115,7 @@ func (h CommandHooks) TurnStopping(ctx context.Context, t TurnInfo, final string
 
 func (h CommandHooks) input(t TurnInfo) hooks.Input {
 	return hooks.Input{SessionID: h.SessionID, CWD: h.CWD, TaskID: string(t.TaskID),
-		SubagentType: t.Definition.Name, Turn: t.Turn, TranscriptPath: t.Transcript, Continuation: t.Continuation}
+		SubagentType: t.Definition.Name, Turn: t.Turn, TranscriptPath: t.Transcript, Continuation: string(t.Continuation)}
 }
 
 func (h CommandHooks) run(ctx context.Context, ev hooks.Event, t TurnInfo, in hooks.Input) hooks.Outcome {

@@ -172,7 +172,7 @@ func (r *Registry) Launch(ctx context.Context, req LaunchRequest) (Launched, err
 // SendResult says what send_message did.
 type SendResult struct {
 	Row          Row
-	Continuation string // "queued", "resident" or "revived"
+	Continuation streamjson.Continuation // queued, resident or revived
 	// Position is the new turn's place in the background queue (1: the next to start); 0
 	// when it started at once or the message went into a running turn.
 	Position int
@@ -204,7 +204,7 @@ func (r *Registry) Send(ctx context.Context, id TaskID, message, toolUseID strin
 			return
 		}
 		if c.enqueue(llm.UserText("Message from the parent agent while you were working:\n" + message)) {
-			res = SendResult{Row: c.snapshot(), Continuation: "queued"}
+			res = SendResult{Row: c.snapshot(), Continuation: streamjson.ContinuationQueued}
 			return
 		}
 		// Not running, and only this lock lets it run again: the checks below hold
@@ -222,7 +222,7 @@ func (r *Registry) Send(ctx context.Context, id TaskID, message, toolUseID strin
 			err = fmt.Errorf("%w; wait for one to finish, then send again", err)
 			return
 		}
-		var kind string
+		var kind streamjson.Continuation
 		t, kind = c.continueTurn(r.cfg.Now().UTC(), message, toolUseID, pos > 0)
 		t.caller = trace.SpanContextFrom(ctx)
 		t.slots, t.ticket = r.bg, ticket

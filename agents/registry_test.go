@@ -255,7 +255,7 @@ func TestContinuationWaitsForPreviousTurn(t *testing.T) {
 	tests := []struct {
 		name string
 		req  LaunchRequest
-		want string
+		want streamjson.Continuation
 	}{
 		{"resident", LaunchRequest{Prompt: "one", Background: true}, streamjson.ContinuationResident},
 		{"revived", LaunchRequest{Prompt: "one", SubagentType: "hooked", Background: true}, streamjson.ContinuationRevived},

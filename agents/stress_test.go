@@ -49,7 +49,7 @@ func TestFinishingWindowStress(t *testing.T) {
 	}
 	var (
 		mu    sync.Mutex
-		kinds = map[string]int{}
+		kinds = map[streamjson.Continuation]int{}
 		wg    sync.WaitGroup
 	)
 	for i := range agents {
@@ -143,7 +143,7 @@ func TestFinishingWindowStress(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	if got := kinds["queued"] + kinds["resident"]; got != agents*rounds*senders || kinds["revived"] != 0 {
+	if got := kinds[streamjson.ContinuationQueued] + kinds[streamjson.ContinuationResident]; got != agents*rounds*senders || kinds[streamjson.ContinuationRevived] != 0 {
 		t.Errorf("continuations = %v", kinds)
 	}
 }

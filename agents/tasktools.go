@@ -2,13 +2,17 @@ package agents
 
 import (
 	"context"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/tools"
+	"github.com/stoke-cli/stoke/streamjson"
 )
 
 // Names of the caller-owned task tools. Subagents never get these.
@@ -24,43 +28,52 @@ func TaskTools(reg *Registry) []tools.Tool {
 	return []tools.Tool{taskTool{reg}, sendMessageTool{reg}, taskStopTool{reg}, listAgentsTool{reg}}
 }
 
+// The descriptions of the task tools, as the model reads them.
+var (
+	//go:embed task.md
+	taskDescription string
+	//go:embed task_background.md
+	taskBackgroundDescription string // added when background agents are on
+	//go:embed send_message.md
+	sendMessageDescription string
+	//go:embed task_stop.md
+	taskStopDescription string
+	//go:embed list_agents.md
+	listAgentsDescription string
+)
+
 type taskTool struct{ reg *Registry }
+
+// taskInput is task's arguments: a launch (description and prompt) or a collect
+// (task_id). Every field is optional, and the schema asks for one of the two sets.
+type taskInput struct {
+	Description     string `json:"description,omitempty" jsonschema:"A short (3-5 word) description of the task."`
+	Prompt          string `json:"prompt,omitempty" jsonschema:"The task for the agent to perform."`
+	RunInBackground *bool  `json:"run_in_background,omitempty" jsonschema:"Launch: run the agent in the background and return at once; its result arrives later as a <task-notification> message. Collect: report 'still running' at once instead of waiting."`
+	SubagentType    string `json:"subagent_type,omitempty"`
+	TaskID          string `json:"task_id,omitempty" jsonschema:"Collect: the task_id of a task launched earlier. Returns its latest recorded result; it never prompts the agent again."`
+}
 
 func (t taskTool) Spec() llm.ToolSpec {
 	bg := t.reg.BackgroundEnabled()
-	props := map[string]any{
-		"description":   map[string]any{"type": "string", "description": "A short (3-5 word) description of the task."},
-		"prompt":        map[string]any{"type": "string", "description": "The task for the agent to perform."},
-		"subagent_type": map[string]any{"type": "string", "description": "The type of agent: one of " + strings.Join(t.reg.Catalog().Names(), ", ") + ". Default " + GeneralPurpose + "."},
-		"task_id":       map[string]any{"type": "string", "description": "Collect: the task_id of a task launched earlier. Returns its latest recorded result; it never prompts the agent again."},
-	}
-	desc := "Launch a subagent to work on a task, or collect the result of one launched earlier.\n" +
-		"Launch: pass description and prompt (and subagent_type). The result's first line is `task_id: <id>`.\n" +
-		"Collect: pass task_id only; it waits while the task runs and returns the recorded result of its latest turn.\n" +
-		"To continue a finished agent with a new instruction on the same history, use send_message with its task_id."
+	desc := tools.Description(taskDescription)
 	if bg {
-		props["run_in_background"] = map[string]any{"type": "boolean", "description": "Launch: run the agent in the background and return at once; its result arrives later as a <task-notification> message. Collect: report 'still running' at once instead of waiting."}
-		desc += "\nWith run_in_background the agent works while you go on; you are notified when it finishes. Do not poll or relaunch it."
+		desc += "\n" + tools.Description(taskBackgroundDescription)
 	}
-	schema := map[string]any{
-		"type":       "object",
-		"properties": props,
-		"anyOf": []any{
-			map[string]any{"required": []string{"task_id"}},
-			map[string]any{"required": []string{"description", "prompt"}},
-		},
-	}
-	raw, _ := json.Marshal(schema)
-	return llm.ToolSpec{Name: ToolTask, Description: desc, Parameters: raw}
+	schema := tools.InputSchema[taskInput](func(s *jsonschema.Schema) {
+		openObject(s)
+		s.Properties["subagent_type"].Description = "The type of agent: one of " + strings.Join(t.reg.Catalog().Names(), ", ") + ". Default " + GeneralPurpose + "."
+		if !bg {
+			delete(s.Properties, "run_in_background")
+		}
+		s.AnyOf = []*jsonschema.Schema{{Required: []string{"task_id"}}, {Required: []string{"description", "prompt"}}}
+	})
+	return llm.ToolSpec{Name: ToolTask, Description: desc, Parameters: schema}
 }
 
-type taskInput struct {
-	Description     string `json:"description"`
-	Prompt          string `json:"prompt"`
-	SubagentType    string `json:"subagent_type"`
-	RunInBackground *bool  `json:"run_in_background"`
-	TaskID          string `json:"task_id"`
-}
+// openObject lets the task tools' arguments hold properties their schemas do not name, as
+// they always have: a model that adds one is not refused.
+func openObject(s *jsonschema.Schema) { s.AdditionalProperties = nil }
 
 func (t taskTool) Run(ctx context.Context, call tools.Call) tools.Result {
 	var in taskInput
@@ -144,21 +157,22 @@ func formatOutcome(row Row) tools.Result {
 
 type sendMessageTool struct{ reg *Registry }
 
+// sendMessageInput is send_message's arguments.
+type sendMessageInput struct {
+	TaskID  string `json:"task_id" jsonschema:"The task_id of the agent."`
+	Message string `json:"message" jsonschema:"The message or next instruction."`
+}
+
 func (sendMessageTool) Spec() llm.ToolSpec {
 	return llm.ToolSpec{
-		Name: ToolSendMessage,
-		Description: "Send a message to a subagent by task_id. A running agent reads it between its tool rounds. " +
-			"A completed agent is continued with it as its next instruction, on the same conversation history; " +
-			"its reply arrives as a <task-notification>.",
-		Parameters: json.RawMessage(`{"type":"object","properties":{"task_id":{"type":"string","description":"The task_id of the agent."},"message":{"type":"string","description":"The message or next instruction."}},"required":["task_id","message"]}`),
+		Name:        ToolSendMessage,
+		Description: tools.Description(sendMessageDescription),
+		Parameters:  tools.InputSchema[sendMessageInput](openObject),
 	}
 }
 
 func (t sendMessageTool) Run(ctx context.Context, call tools.Call) tools.Result {
-	var in struct {
-		TaskID  string `json:"task_id"`
-		Message string `json:"message"`
-	}
+	var in sendMessageInput
 	if err := json.Unmarshal(call.Input, &in); err != nil {
 		return tools.Errorf("invalid arguments for send_message: %v", err)
 	}
@@ -175,12 +189,12 @@ func (t sendMessageTool) Run(ctx context.Context, call tools.Call) tools.Result 
 		wait = fmt.Sprintf("; it waits for a background slot (position %d in the queue)", res.Position)
 	}
 	switch res.Continuation {
-	case "queued":
+	case streamjson.ContinuationQueued:
 		if res.Row.Status == StatusQueued {
 			return tools.Result{Content: fmt.Sprintf("task_id: %s\nqueued: the agent waits for a slot; it reads your message once it runs, between its tool rounds.", id)}
 		}
 		return tools.Result{Content: fmt.Sprintf("task_id: %s\nqueued: the agent is running; it reads your message between its tool rounds.", id)}
-	case "resident":
+	case streamjson.ContinuationResident:
 		return tools.Result{Content: fmt.Sprintf("task_id: %s\ncontinued on its resident runtime as turn %d%s; the reply arrives as a <task-notification>.", id, res.Row.Turn, wait)}
 	default:
 		return tools.Result{Content: fmt.Sprintf("task_id: %s\nrevived from its transcript as turn %d%s; the reply arrives as a <task-notification>.", id, res.Row.Turn, wait)}
@@ -189,18 +203,21 @@ func (t sendMessageTool) Run(ctx context.Context, call tools.Call) tools.Result 
 
 type taskStopTool struct{ reg *Registry }
 
+// taskStopInput is task_stop's arguments.
+type taskStopInput struct {
+	TaskID string `json:"task_id"`
+}
+
 func (taskStopTool) Spec() llm.ToolSpec {
 	return llm.ToolSpec{
 		Name:        ToolTaskStop,
-		Description: "Cancel a running subagent by task_id. Its partial findings are kept and arrive with its notification.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{"task_id":{"type":"string"}},"required":["task_id"]}`),
+		Description: tools.Description(taskStopDescription),
+		Parameters:  tools.InputSchema[taskStopInput](openObject),
 	}
 }
 
 func (t taskStopTool) Run(_ context.Context, call tools.Call) tools.Result {
-	var in struct {
-		TaskID string `json:"task_id"`
-	}
+	var in taskStopInput
 	if err := json.Unmarshal(call.Input, &in); err != nil {
 		return tools.Errorf("invalid arguments for task_stop: %v", err)
 	}
@@ -216,11 +233,17 @@ func (t taskStopTool) Run(_ context.Context, call tools.Call) tools.Result {
 
 type listAgentsTool struct{ reg *Registry }
 
+// listAgentsInput is list_agents' arguments: none.
+type listAgentsInput struct{}
+
 func (listAgentsTool) Spec() llm.ToolSpec {
 	return llm.ToolSpec{
 		Name:        ToolListAgents,
-		Description: "List the subagents of this session with their task_id, status and whether send_message can continue them.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{}}`),
+		Description: tools.Description(listAgentsDescription),
+		Parameters: tools.InputSchema[listAgentsInput](func(s *jsonschema.Schema) {
+			openObject(s)
+			s.Properties = map[string]*jsonschema.Schema{} // "properties":{}, as endpoints expect of an object
+		}),
 	}
 }
 

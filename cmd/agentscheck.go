@@ -50,7 +50,7 @@ its model falls back to the parent's when there is no parent model; 2 for bad us
 	f.String("provider", "", "openai | anthropic | scripted, as for a run")
 	f.StringP("model", "m", "", "the parent's model, as for a run")
 	f.String("scenario", "", "scenario `FILE` for the scripted provider (its model is the parent's)")
-	f.String("approval-mode", approvalDefault, "the run's approval mode, a ceiling for every agent's")
+	f.String("approval-mode", string(tools.ModeDefault), "the run's approval mode, a ceiling for every agent's")
 	f.Bool("bare", false, "read no project configuration, as a run with --bare")
 	f.Bool("trust-project", false, "let the project's settings and agent files widen the run, as for a run")
 	addMCPFlags(f)
@@ -66,7 +66,7 @@ type checkReport struct {
 	Bare         bool              `json:"bare"`
 	Provider     string            `json:"provider"`
 	ParentModel  string            `json:"parent_model"`
-	ApprovalMode string            `json:"approval_mode"`
+	ApprovalMode tools.Mode        `json:"approval_mode"`
 	ModelAliases map[string]string `json:"model_aliases"`
 	Definitions  []checkDefinition `json:"definitions"`
 	// Warnings are those about the configuration rather than one definition: settings
@@ -98,7 +98,7 @@ type checkDefinition struct {
 	AllTools        bool            `json:"all_tools"`
 	UnknownTools    []string        `json:"unknown_tools"`
 	DisallowedTools []string        `json:"disallowed_tools"`
-	Mode            string          `json:"mode"`
+	Mode            tools.Mode      `json:"mode"`
 	MaxTurns        int             `json:"max_turns,omitempty"`
 	MaxTime         string          `json:"max_time,omitempty"`
 	Hooks           []string        `json:"hooks"`

@@ -7,7 +7,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/stoke-cli/stoke/headless"
+	"github.com/stoke-cli/stoke/agents"
+	"github.com/stoke-cli/stoke/agents/tools"
 )
 
 // normalize runs normalizeArgs over args with the real root command, in a process whose
@@ -149,7 +150,7 @@ func TestClaudeIdiomOptions(t *testing.T) {
 		prompt   string
 		resume   string
 		cont     bool
-		approval string
+		approval tools.Mode
 		allowed  []string
 		denied   []string
 		system   string
@@ -213,7 +214,7 @@ func TestClaudeIdiomOptions(t *testing.T) {
 			wantW := tt.want
 			wantW.approval = approval
 			if wantW.maxTurns == 0 {
-				wantW.maxTurns = headless.DefaultMaxTurns
+				wantW.maxTurns = agents.DefaultMaxTurns
 			}
 			if d := cmp.Diff(wantW, gotW, cmp.AllowUnexported(want{})); d != "" {
 				t.Errorf("options (-want +got):\n%s", d)

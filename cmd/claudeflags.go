@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/headless"
 	"github.com/stoke-cli/stoke/headless/sdkhost"
 )
@@ -212,21 +213,6 @@ func (o *claudeOptions) log(logger *slog.Logger) {
 	}
 }
 
-// approvalOf maps a Claude Code permission mode to stoke's approval mode.
-func approvalOf(permissionMode string) (string, bool) {
-	switch permissionMode {
-	case "default", "dontAsk", "manual": // manual: Claude Code's alias of default (v2.1.200)
-		return approvalDefault, true
-	case "acceptEdits":
-		return approvalAutoEdit, true
-	case "bypassPermissions":
-		return approvalYolo, true
-	case "plan":
-		return approvalPlan, true
-	}
-	return "", false
-}
-
 // claudeInput is what applyClaudeFlags reads besides the flags.
 type claudeInput struct {
 	lookupEnv func(string) (string, bool)
@@ -363,23 +349,23 @@ func (o *claudeOptions) systemPrompts(f *pflag.FlagSet, changed func(string) boo
 // --approval-mode, which wins when both are given. A mode stoke does not know is a usage
 // error outside SDK mode, and the default mode with a warning in it.
 func (o *claudeOptions) permissionMode(f *pflag.FlagSet, changed func(string) bool, sdk bool) error {
-	mode := ""
+	var mode tools.Mode
 	if changed("dangerously-skip-permissions") {
 		if skip, _ := f.GetBool("dangerously-skip-permissions"); skip {
-			mode = approvalYolo
+			mode = tools.ModeYolo
 		}
 	}
 	if changed("permission-mode") {
 		pm, _ := f.GetString("permission-mode")
-		m, ok := approvalOf(pm)
+		m, noPrompt, err := tools.ParsePermissionMode(pm)
 		switch {
-		case !ok && !sdk:
+		case err != nil && !sdk:
 			return usageErrorf("invalid --permission-mode %q: want one of default, acceptEdits, plan, bypassPermissions, dontAsk (stoke has no auto mode: use acceptEdits, or --allowedTools for what may run)", pm)
-		case !ok:
+		case err != nil:
 			o.warn("Claude Code permission mode not known: using default", "flag", "--permission-mode="+pm)
-			m = approvalDefault
+			m = tools.ModeDefault
 		}
-		if pm == "dontAsk" {
+		if noPrompt {
 			o.sdk.NoPrompt = true
 		}
 		mode = m
@@ -391,7 +377,7 @@ func (o *claudeOptions) permissionMode(f *pflag.FlagSet, changed func(string) bo
 		o.warn("--permission-mode ignored: --approval-mode is given", "approval-mode", f.Lookup("approval-mode").Value.String())
 		return nil
 	}
-	if err := f.Set("approval-mode", mode); err != nil {
+	if err := f.Set("approval-mode", string(mode)); err != nil {
 		return fmt.Errorf("set --approval-mode from --permission-mode: %w", err)
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/stoke-cli/stoke/agents"
+	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/headless/sdkhost"
 )
 
@@ -33,7 +34,7 @@ func TestClaudeFlagsHonoured(t *testing.T) {
 		name     string
 		args     []string
 		env      map[string]string
-		approval string
+		approval tools.Mode
 		want     sdkhost.Options
 		noHome   bool
 	}{

@@ -29,13 +29,13 @@ func TestConfigPrecedence(t *testing.T) {
 		{"base-url", layers{"http://flag/v1", "http://env/v1", "http://project/v1", "http://home/v1"}, "",
 			func(c *Config) string { return c.BaseURL }},
 		{"approval-mode", layers{"plan", "auto-edit", "yolo", "plan"}, "default",
-			func(c *Config) string { return c.ApprovalMode }},
+			func(c *Config) string { return string(c.ApprovalMode) }},
 		{"max-turns", layers{"7", "5", "3", "2"}, "100",
 			func(c *Config) string { return fmt.Sprint(c.MaxTurns) }},
 		{"timeout", layers{"1m0s", "2m0s", "3m0s", "4m0s"}, "0s",
 			func(c *Config) string { return c.Timeout.String() }},
 		{"background-on-exit", layers{"cancel", "wait", "cancel", "cancel"}, "wait",
-			func(c *Config) string { return c.BackgroundOnExit }},
+			func(c *Config) string { return string(c.BackgroundOnExit) }},
 	}
 	// winner is the strongest layer set; every weaker layer is set too.
 	winners := []string{"flag", "env", "project", "home", "default"}
@@ -355,7 +355,7 @@ func TestUntrustedProject(t *testing.T) {
 			args:    []string{"--approval-mode", "yolo"},
 			check: func(c *Config) string {
 				if c.ApprovalMode != "yolo" {
-					return c.ApprovalMode
+					return string(c.ApprovalMode)
 				}
 				return ""
 			},

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/headless/sdkhost"
 )
 
@@ -75,7 +76,7 @@ func applyQwenFlags(f *pflag.FlagSet, o *claudeOptions) error {
 	if qwen {
 		if mode, _ := f.GetString("approval-mode"); mode == "auto" {
 			o.warn("approval mode auto is the default mode: stoke has no classifier, so what the mode does not allow goes to the host's canUseTool", "flag", "--approval-mode=auto")
-			if err := f.Set("approval-mode", approvalDefault); err != nil {
+			if err := f.Set("approval-mode", string(tools.ModeDefault)); err != nil {
 				return fmt.Errorf("set --approval-mode: %w", err)
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/headless/sdkhost"
 )
 
@@ -22,7 +23,7 @@ func TestQwenFlags(t *testing.T) {
 	tests := []struct {
 		name     string
 		args     []string
-		approval string
+		approval tools.Mode
 		want     sdkhost.Options
 		warns    []string
 	}{

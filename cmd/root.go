@@ -20,7 +20,9 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
+	"github.com/stoke-cli/stoke/agents"
 	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/headless"
 	"github.com/stoke-cli/stoke/headless/progress"
 )
@@ -208,14 +210,14 @@ func addRunFlags(f *pflag.FlagSet) {
 	f.StringP("model", "m", "", "model name passed to the provider (openai default "+defaultOpenAIModel+")")
 	f.String("base-url", "", "provider endpoint (OpenAI-compatible: ends in /v1)")
 	f.String("scenario", "", "scenario `FILE` for the scripted provider")
-	f.Int("max-turns", defaultMaxTurns, "cap on parent model calls per turn (a prompt, or a turn reading notifications); 0: no cap")
+	f.Int("max-turns", agents.DefaultMaxTurns, "cap on parent model calls per turn (a prompt, or a turn reading notifications); 0: no cap")
 	f.Duration("timeout", 0, "whole-run deadline, e.g. 10m (0: none)")
 	f.Duration("request-timeout", defaultRequestTimeout, "limit on one model request, streamed answer included")
-	f.String("approval-mode", approvalDefault, "plan | default | auto-edit | yolo")
-	f.String("background-on-exit", backgroundWait, "wait: end after background agents settle | cancel: cancel them at the end")
-	f.Int("max-background", defaultMaxBackground, "cap on running background agents; launches over it wait in a queue")
-	f.Int("max-queued", defaultMaxQueued, "cap on background launches waiting for a slot; past it a launch fails")
-	f.Int("max-foreground", defaultMaxForeground, "cap on foreground agents running at once; the others wait their turn")
+	f.String("approval-mode", string(tools.ModeDefault), tools.ModeNames(" | "))
+	f.String("background-on-exit", string(headless.BackgroundWait), "wait: end after background agents settle | cancel: cancel them at the end")
+	f.Int("max-background", agents.DefaultMaxBackground, "cap on running background agents; launches over it wait in a queue")
+	f.Int("max-queued", agents.DefaultMaxQueued, "cap on background launches waiting for a slot; past it a launch fails")
+	f.Int("max-foreground", agents.DefaultMaxForeground, "cap on foreground agents running at once; the others wait their turn")
 	f.Bool("no-background-agents", false, "turn background agents off (no run_in_background)")
 	f.StringP("resume", "r", "", "continue the stored session `SESSION_ID` (restores its agent roster)")
 	f.BoolP("continue", "c", false, "resume the most recent session of this working directory")

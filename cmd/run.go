@@ -18,9 +18,6 @@ import (
 	"github.com/stoke-cli/stoke/headless"
 )
 
-// maxRetained caps settled task rows kept per parent.
-const maxRetained = 100
-
 // runRoot turns flags, the prompt argument (args), environment and settings into
 // headless.Options and calls runF.
 func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, args []string, runF RunFunc) error {
@@ -105,7 +102,6 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, args []strin
 		MaxBackground:    cfg.MaxBackground,
 		MaxForeground:    cfg.MaxForeground,
 		MaxQueued:        cfg.MaxQueued,
-		MaxRetained:      maxRetained,
 		BackgroundAgents: !cfg.NoBackgroundAgents,
 		Bare:             cfg.Bare,
 		TrustProject:     cfg.Trusted,

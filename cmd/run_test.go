@@ -63,7 +63,6 @@ func TestOptionsFromFlags(t *testing.T) {
 		MaxBackground:    8,
 		MaxQueued:        50,
 		MaxForeground:    2,
-		MaxRetained:      100,
 		BackgroundAgents: false,
 		Bare:             true,
 	}
@@ -106,7 +105,6 @@ func TestOptionsDefaults(t *testing.T) {
 		MaxQueued:        1000,
 		MaxForeground:    8,
 		MaxTurns:         100,
-		MaxRetained:      100,
 		BackgroundAgents: true,
 	}
 	if d := cmp.Diff(want, *got.opts, ignoreWiring); d != "" {

@@ -55,8 +55,8 @@ func (s *session) newHost(ctx context.Context, cp *sdkhost.ControlPlane, model l
 	if !o.sdkMode() && o.SDK.IsZero() {
 		return nil
 	}
-	mode, err := tools.ParseMode(o.ApprovalMode)
-	if err != nil {
+	mode := o.ApprovalMode
+	if mode.Rank() < 0 {
 		mode = tools.ModeDefault
 	}
 	transcript := ""
@@ -88,8 +88,8 @@ func (s *session) workspaceApproval() (tools.Mode, bool) {
 	if s.host != nil {
 		return s.host.Approval()
 	}
-	mode, err := tools.ParseMode(s.opts.ApprovalMode)
-	if err != nil {
+	mode := s.opts.ApprovalMode
+	if mode.Rank() < 0 {
 		mode = tools.ModeDefault
 	}
 	return mode, false

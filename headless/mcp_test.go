@@ -16,6 +16,7 @@ import (
 
 	"github.com/stoke-cli/stoke/agents/mcp"
 	"github.com/stoke-cli/stoke/agents/secrets"
+	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/streamjson/streamjsontest"
 )
 
@@ -112,7 +113,7 @@ func TestRunMCPApprovalModes(t *testing.T) {
 	t.Parallel()
 	url, _ := mcpServer(t)
 	tests := []struct {
-		mode       string
+		mode       tools.Mode
 		allowed    []string
 		disallowed []string
 		want       string
@@ -129,7 +130,7 @@ func TestRunMCPApprovalModes(t *testing.T) {
 		{mode: "yolo", disallowed: []string{"mcp__t"}, want: `unknown tool "mcp__t__echo"`},
 	}
 	for _, tt := range tests {
-		t.Run(tt.mode+strings.Join(tt.allowed, ",")+strings.Join(tt.disallowed, ","), func(t *testing.T) {
+		t.Run(string(tt.mode)+strings.Join(tt.allowed, ",")+strings.Join(tt.disallowed, ","), func(t *testing.T) {
 			t.Parallel()
 			var out bytes.Buffer
 			o := opts(t, model(t, mcpCallScenario), &out)

@@ -10,15 +10,11 @@ import (
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/llm/price"
 	"github.com/stoke-cli/stoke/agents/secrets"
+	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/agents/trace"
 	"github.com/stoke-cli/stoke/headless/sdkhost"
 	"github.com/stoke-cli/stoke/streamjson"
 )
-
-// DefaultMaxTurns is --max-turns unless set (Options.MaxTurns caps the model calls of one
-// parent turn: a prompt, or a turn taken to read notifications): a model that keeps
-// calling tools ends with error_max_turns instead of running unbounded.
-const DefaultMaxTurns = 100
 
 // Output formats.
 const (
@@ -32,6 +28,23 @@ const (
 	InputText       = "text"
 	InputStreamJSON = "stream-json"
 )
+
+// BackgroundPolicy is --background-on-exit: what becomes of the background agents still
+// at work once the parent has nothing left to do.
+type BackgroundPolicy string
+
+// The background policies.
+const (
+	// BackgroundWait: the run waits for them, and the parent reads their notifications.
+	BackgroundWait BackgroundPolicy = "wait"
+	// BackgroundCancel: they are cancelled, and the run ends once they have settled.
+	BackgroundCancel BackgroundPolicy = "cancel"
+)
+
+// BackgroundPolicies returns the background policies, the default first.
+func BackgroundPolicies() []BackgroundPolicy {
+	return []BackgroundPolicy{BackgroundWait, BackgroundCancel}
+}
 
 // Options configure one headless run. cmd builds them from flags and configuration; Run
 // never changes them (what a resume or an SDK host's initialize request adds lives in
@@ -57,14 +70,16 @@ type Options struct {
 	// ModelAliases map the model values of agent files (sonnet, opus, haiku, fast, ...)
 	// to model names (the model-aliases settings; agents.ResolveModel).
 	ModelAliases map[string]string
-	// MaxTurns caps parent model calls; 0 means no cap.
+	// MaxTurns caps parent model calls per turn; 0 means no cap (cmd's default is
+	// agents.DefaultMaxTurns).
 	MaxTurns int
 	// Timeout bounds the whole run; 0 means none.
 	Timeout time.Duration
-	// ApprovalMode: plan | default | auto-edit | yolo.
-	ApprovalMode string
-	// BackgroundOnExit: wait | cancel.
-	BackgroundOnExit string
+	// ApprovalMode is the run's approval mode (default when empty), a ceiling for every
+	// agent's.
+	ApprovalMode tools.Mode
+	// BackgroundOnExit is the background policy (BackgroundWait when empty).
+	BackgroundOnExit BackgroundPolicy
 	// CWD is the workspace root.
 	CWD string
 	// SessionID names the session; cmd generates one when the user gave none. It is empty
@@ -85,17 +100,19 @@ type Options struct {
 	Home string
 	// Version is stoke's version, reported in init.
 	Version string
-	// MaxBackground caps running background agents per parent (default 4).
+	// MaxBackground caps running background agents per parent (0:
+	// agents.DefaultMaxBackground).
 	MaxBackground int
-	// MaxQueued caps background launches waiting for a slot (default 1000).
+	// MaxQueued caps background launches waiting for a slot (0: agents.DefaultMaxQueued).
 	MaxQueued int
-	// MaxForeground caps foreground agents running at once (default 8).
+	// MaxForeground caps foreground agents running at once (0:
+	// agents.DefaultMaxForeground).
 	MaxForeground int
 	// NotifyWindow is how long a background agent's notification may wait for others
 	// while background agents are still at work, to be delivered with them in one parent
 	// turn (0: DefaultNotifyWindow; negative: delivered as soon as the parent is idle).
 	NotifyWindow time.Duration
-	// MaxRetained caps settled task rows per parent (default 100).
+	// MaxRetained caps settled task rows per parent (0: agents.DefaultMaxRetained).
 	MaxRetained int
 	// BackgroundAgents turns background agents on (run_in_background in the task schema).
 	BackgroundAgents bool

@@ -84,10 +84,10 @@ func withDefaults(o Options) Options {
 		o.InputFormat = InputText
 	}
 	if o.BackgroundOnExit == "" {
-		o.BackgroundOnExit = "wait"
+		o.BackgroundOnExit = BackgroundWait
 	}
-	if o.ApprovalMode == "" {
-		o.ApprovalMode = "default"
+	if m, err := tools.ParseMode(string(o.ApprovalMode)); err == nil {
+		o.ApprovalMode = m // "" is default; Claude Code's names are stoke's
 	}
 	if o.ModelName == "" && o.Model != nil {
 		o.ModelName = o.Model.Name()
@@ -214,7 +214,7 @@ func newSession(ctx context.Context, opts Options, cp *sdkhost.ControlPlane) (_ 
 		MaxForeground:    opts.MaxForeground,
 		MaxRetained:      opts.MaxRetained,
 		BackgroundAgents: opts.BackgroundAgents,
-		MaxSteps:         200,
+		MaxSteps:         agents.DefaultMaxSteps,
 		SubagentTools:    s.subagentTools(ws, wsOpts),
 		Hooks:            opts.Hooks,
 		HookRunner:       s.hookRunner(),
@@ -283,26 +283,12 @@ func newSession(ctx context.Context, opts Options, cp *sdkhost.ControlPlane) (_ 
 	init := streamjson.NewInit()
 	init.CWD, init.Model, init.Tools = opts.CWD, opts.ModelName, parentTools.Names()
 	init.Agents = s.reg.Catalog().Names()
-	init.PermissionMode = permissionMode(opts.ApprovalMode)
+	init.PermissionMode = opts.ApprovalMode.PermissionMode()
 	init.MCPServers = s.mcpStatuses()
 	init.StokeVersion = opts.Version
 	init.ClaudeCodeVersion = opts.Version
 	s.emit(init)
 	return s, nil
-}
-
-// permissionMode maps an approval mode to Claude's permissionMode vocabulary.
-func permissionMode(mode string) string {
-	switch mode {
-	case "auto-edit":
-		return "acceptEdits"
-	case "yolo":
-		return "bypassPermissions"
-	case "plan":
-		return "plan"
-	default:
-		return "default"
-	}
 }
 
 // emit writes one event on the stream: in an SDK session, as the host's SDK reads it
@@ -465,7 +451,7 @@ func (s *session) checkInput(p sdkhost.Prompt) error {
 // pendingBackground reports whether the run must keep going for background work: a
 // running agent whose notification the parent should read, or an unread notification.
 func (s *session) pendingBackground() bool {
-	if s.opts.BackgroundOnExit == "cancel" {
+	if s.opts.BackgroundOnExit == BackgroundCancel {
 		return !s.mb.empty()
 	}
 	return s.reg.Unsettled() > 0 || !s.mb.empty()
@@ -474,7 +460,7 @@ func (s *session) pendingBackground() bool {
 // endBackground applies --background-on-exit cancel to the agents still running, and waits
 // for every turn to settle.
 func (s *session) endBackground(ctx context.Context) {
-	if s.opts.BackgroundOnExit == "cancel" {
+	if s.opts.BackgroundOnExit == BackgroundCancel {
 		s.reg.CancelAll(errEndOfRun)
 	}
 	_ = s.reg.Wait(context.WithoutCancel(ctx))

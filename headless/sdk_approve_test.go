@@ -88,7 +88,7 @@ func TestSDKApproverWithoutAsking(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name      string
-		mode      string
+		mode      tools.Mode
 		sdk       sdkhost.Options
 		call      tools.Call
 		kind      tools.Kind

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/headless/sdkhost"
 )
 
@@ -75,7 +76,7 @@ func TestAgentModeCeiling(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name     string
-		runMode  string
+		runMode  tools.Mode
 		file     string // .claude/agents/x.md, or "" for an SDK-defined agent
 		sdkJSON  string // --agents, when file is ""
 		ran      bool

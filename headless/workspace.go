@@ -105,7 +105,7 @@ func (s *session) subagentTools(ws *tools.Workspace, opts []tools.Option) func(a
 		rules = rules.WithDeny(def.DisallowedTools)
 		var ceiling tools.Mode
 		if def.ApprovalMode != "" {
-			m, err := tools.ParseMode(def.ApprovalMode)
+			m, err := tools.ParseMode(string(def.ApprovalMode))
 			if err != nil {
 				s.opts.Logger.Warn("agent approval mode", "subagent_type", def.Name, "err", err)
 				return tools.NewSet()

@@ -247,27 +247,37 @@ type TaskUsage struct {
 	DurationMS  int64 `json:"duration_ms"`
 }
 
-// Continuation kinds of task_started.
+// Continuation is how a turn of a task goes on from the last: task_started's
+// continuation, the lifecycle hooks' and the traces' too.
+type Continuation string
+
+// The continuations.
 const (
-	ContinuationFresh    = "fresh"
-	ContinuationResident = "resident"
-	ContinuationRevived  = "revived"
+	// ContinuationFresh: the launch, the task's first turn.
+	ContinuationFresh Continuation = "fresh"
+	// ContinuationResident: a new turn on the runtime that stayed in memory.
+	ContinuationResident Continuation = "resident"
+	// ContinuationRevived: a new turn on a runtime rebuilt from the task's transcript.
+	ContinuationRevived Continuation = "revived"
+	// ContinuationQueued: no new turn: send_message's message went into the task's running
+	// (or queued) turn, which reads it between its steps. Never in task_started.
+	ContinuationQueued Continuation = "queued"
 )
 
 // TaskStarted starts every turn of a subagent.
 type TaskStarted struct {
 	Envelope
-	TaskID         string `json:"task_id"`
-	RunID          string `json:"run_id"`
-	ToolUseID      string `json:"tool_use_id"`
-	Description    string `json:"description"`
-	SubagentType   string `json:"subagent_type"`
-	TaskType       string `json:"task_type"`
-	Prompt         string `json:"prompt"`
-	IsBackgrounded bool   `json:"is_backgrounded"`
-	SpawnDepth     int    `json:"spawn_depth"`
-	Turn           int    `json:"turn"`
-	Continuation   string `json:"continuation"`
+	TaskID         string       `json:"task_id"`
+	RunID          string       `json:"run_id"`
+	ToolUseID      string       `json:"tool_use_id"`
+	Description    string       `json:"description"`
+	SubagentType   string       `json:"subagent_type"`
+	TaskType       string       `json:"task_type"`
+	Prompt         string       `json:"prompt"`
+	IsBackgrounded bool         `json:"is_backgrounded"`
+	SpawnDepth     int          `json:"spawn_depth"`
+	Turn           int          `json:"turn"`
+	Continuation   Continuation `json:"continuation"`
 }
 
 // NewTaskStarted returns a task_started line with the fixed keys filled in.
@@ -387,22 +397,5 @@ func NewResult(subtype string) *Result {
 		IsError:           subtype != ResultSuccess,
 		ModelUsage:        map[string]ModelUsage{},
 		PermissionDenials: []PermissionDenial{},
-	}
-}
-
-// PermissionMode returns the init line's permissionMode for a stoke approval mode, in the
-// Claude Agent SDK's vocabulary (default | acceptEdits | plan | bypassPermissions), which SDK
-// consumers switch on: auto-edit is acceptEdits, yolo is bypassPermissions. Other values are
-// returned unchanged.
-func PermissionMode(approvalMode string) string {
-	switch approvalMode {
-	case "auto-edit":
-		return "acceptEdits"
-	case "yolo":
-		return "bypassPermissions"
-	case "":
-		return "default"
-	default:
-		return approvalMode
 	}
 }

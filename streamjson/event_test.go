@@ -232,7 +232,7 @@ func constructedStream(t *testing.T) []byte {
 		ev.AgentKeys = AgentKeys{TaskID: "t1", AgentID: "t1", SubagentType: "general-purpose", TaskDescription: "Keep a nonce"}
 		return ev
 	}
-	started := func(turn int, call, cont, prompt string) *TaskStarted {
+	started := func(turn int, call string, cont Continuation, prompt string) *TaskStarted {
 		ev := NewTaskStarted()
 		ev.TaskID, ev.ToolUseID, ev.Description, ev.SubagentType = "t1", call, "Keep a nonce", "general-purpose"
 		ev.Prompt, ev.IsBackgrounded, ev.Turn, ev.Continuation = prompt, true, turn, cont
@@ -299,16 +299,5 @@ func TestConstructedStreamIsValidAndStable(t *testing.T) {
 	}
 	if diff := cmp.Diff(string(want), string(got)); diff != "" {
 		t.Errorf("encoded stream differs from %s (-want +got; go test -update rewrites it):\n%s", golden, diff)
-	}
-}
-
-func TestPermissionMode(t *testing.T) {
-	t.Parallel()
-	for in, want := range map[string]string{
-		"": "default", "default": "default", "plan": "plan", "auto-edit": "acceptEdits", "yolo": "bypassPermissions",
-	} {
-		if got := PermissionMode(in); got != want {
-			t.Errorf("PermissionMode(%q) = %q, want %q", in, got, want)
-		}
 	}
 }

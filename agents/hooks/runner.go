@@ -33,7 +33,7 @@ type Input struct {
 	SubagentType string
 	// Turn counts the agent's instructions, as in task events (1 for the first).
 	Turn int
-	// Continuation is "fresh", "resident" or "revived", as in task_started.
+	// Continuation is a streamjson.Continuation (fresh, resident or revived), as in task_started.
 	Continuation string
 	// TranscriptPath is the agent's transcript, when known.
 	TranscriptPath string

@@ -13,62 +13,6 @@ import (
 	"github.com/stoke-cli/stoke/agents/llm"
 )
 
-func TestParseMode(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		in   string
-		want Mode
-		ok   bool
-	}{
-		{"plan", ModePlan, true},
-		{"default", ModeDefault, true},
-		{"", ModeDefault, true},
-		{"auto-edit", ModeAutoEdit, true},
-		{"acceptEdits", ModeAutoEdit, true},
-		{"yolo", ModeYolo, true},
-		{"bypassPermissions", ModeYolo, true},
-		{"YOLO", "", false},
-		{"auto_edit", "", false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.in, func(t *testing.T) {
-			t.Parallel()
-			got, err := ParseMode(tt.in)
-			if got != tt.want || (err == nil) != tt.ok {
-				t.Errorf("ParseMode(%q) = %q, %v", tt.in, got, err)
-			}
-			if !tt.ok && !errors.Is(err, ErrUnknownMode) {
-				t.Errorf("error %v is not ErrUnknownMode", err)
-			}
-		})
-	}
-}
-
-func TestModeRankAndAllows(t *testing.T) {
-	t.Parallel()
-	for i, m := range Modes() {
-		if m.Rank() != i {
-			t.Errorf("%s.Rank() = %d, want %d", m, m.Rank(), i)
-		}
-	}
-	if Mode("x").Rank() != -1 || Mode("x").Allows(KindRead) {
-		t.Error("an unknown mode ranks or allows")
-	}
-	want := map[Mode][3]bool{ // read, edit, exec
-		ModePlan:     {true, false, false},
-		ModeDefault:  {true, false, false},
-		ModeAutoEdit: {true, true, false},
-		ModeYolo:     {true, true, true},
-	}
-	for m, w := range want {
-		for k, allowed := range w {
-			if got := m.Allows(Kind(k)); got != allowed {
-				t.Errorf("%s.Allows(%s) = %v, want %v", m, Kind(k), got, allowed)
-			}
-		}
-	}
-}
-
 // approvalCalls are valid calls of every tool, and what proves that one ran.
 var approvalCalls = []struct {
 	tool string

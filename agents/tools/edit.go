@@ -2,42 +2,49 @@ package tools
 
 import (
 	"context"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"strings"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/stoke-cli/stoke/agents/llm"
 )
 
-const editDescription = `Edit a text file of the workspace by exact string replacement.
-- old_string must match the file exactly, whitespace and indentation included, and exactly once: include enough surrounding lines to make it unique, or set replace_all to replace every occurrence.
-- Read the file first; copy old_string from it without the line-number prefix.
-- An empty old_string creates a new file holding new_string.`
+//go:embed edit.md
+var editDescription string
 
 type editTool struct{ w *Workspace }
+
+// editInput is edit's arguments; the strings are pointers to tell an absent one from an
+// empty one.
+type editInput struct {
+	FilePath   string  `json:"file_path" jsonschema:"The file to edit: relative to the workspace root, or absolute inside it."`
+	OldString  *string `json:"old_string" jsonschema:"The exact text to replace."`
+	NewString  *string `json:"new_string" jsonschema:"The text to put in its place (must differ from old_string)."`
+	ReplaceAll bool    `json:"replace_all,omitempty" jsonschema:"Replace every occurrence of old_string, not just one."`
+}
+
+func editSchema() json.RawMessage {
+	return InputSchema[editInput](func(s *jsonschema.Schema) {
+		minLength(s, "file_path", 1)
+		s.Properties["replace_all"].Default = json.RawMessage("false")
+	})
+}
 
 func (t editTool) Spec() llm.ToolSpec {
 	return llm.ToolSpec{
 		Name:        NameEdit,
-		Description: editDescription,
-		Parameters: json.RawMessage(`{"type":"object","properties":{` +
-			`"file_path":{"type":"string","minLength":1,"description":"The file to edit: relative to the workspace root, or absolute inside it."},` +
-			`"old_string":{"type":"string","description":"The exact text to replace."},` +
-			`"new_string":{"type":"string","description":"The text to put in its place (must differ from old_string)."},` +
-			`"replace_all":{"type":"boolean","default":false,"description":"Replace every occurrence of old_string, not just one."}` +
-			`},"required":["file_path","old_string","new_string"],"additionalProperties":false}`),
+		Description: Description(editDescription),
+		Parameters:  t.w.schemas.get(NameEdit, editSchema),
 	}
 }
 
 func (t editTool) Run(ctx context.Context, call Call) Result {
-	var args struct {
-		FilePath   string  `json:"file_path"`
-		OldString  *string `json:"old_string"`
-		NewString  *string `json:"new_string"`
-		ReplaceAll bool    `json:"replace_all"`
-	}
+	var args editInput
 	if err := decodeArgs(call, &args); err != nil {
 		return Errorf("%v", err)
 	}

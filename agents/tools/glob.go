@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,32 +14,36 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/stoke-cli/stoke/agents/llm"
 )
 
-const globDescription = `Find files and directories of the workspace by name pattern.
-- pattern: a glob matched against paths below path (default: the workspace root). * and ? stay within one path component, ** spans any number of them, [abc] and {a,b} alternate: "**/*.go", "src/**/test_*.{ts,tsx}", "*" (the entries of path).
-- Results are paths relative to the workspace root, sorted, at most %d; directories end in /.
-- Entries that .gitignore ignores, .git and symbolic links are skipped.`
+//go:embed glob.md
+var globDescription string
 
 type globTool struct{ w *Workspace }
+
+// globInput is glob's arguments.
+type globInput struct {
+	Pattern string `json:"pattern" jsonschema:"The glob pattern, e.g. \"**/*.go\"."`
+	Path    string `json:"path,omitempty" jsonschema:"The directory to search in, relative to the workspace root or absolute inside it. Default: the root."`
+}
+
+func globSchema() json.RawMessage {
+	return InputSchema[globInput](func(s *jsonschema.Schema) { minLength(s, "pattern", 1) })
+}
 
 func (t globTool) Spec() llm.ToolSpec {
 	return llm.ToolSpec{
 		Name:        NameGlob,
-		Description: fmt.Sprintf(globDescription, t.w.limits.GlobResults),
-		Parameters: json.RawMessage(`{"type":"object","properties":{` +
-			`"pattern":{"type":"string","minLength":1,"description":"The glob pattern, e.g. \"**/*.go\"."},` +
-			`"path":{"type":"string","description":"The directory to search in, relative to the workspace root or absolute inside it. Default: the root."}` +
-			`},"required":["pattern"],"additionalProperties":false}`),
+		Description: Description(globDescription, t.w.limits.GlobResults),
+		Parameters:  t.w.schemas.get(NameGlob, globSchema),
 	}
 }
 
 func (t globTool) Run(ctx context.Context, call Call) Result {
-	var args struct {
-		Pattern string `json:"pattern"`
-		Path    string `json:"path"`
-	}
+	var args globInput
 	if err := decodeArgs(call, &args); err != nil {
 		return Errorf("%v", err)
 	}

@@ -3,6 +3,7 @@ package tools
 import (
 	"bytes"
 	"context"
+	_ "embed"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -15,38 +16,40 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/stoke-cli/stoke/agents/llm"
 )
-
-const grepDescription = `Search the contents of the workspace's files with a regular expression (Go RE2 syntax: no lookaround or backreferences; (?i) for case-insensitive).
-- path: a directory (default: the workspace root) or one file.
-- glob: only search files matching this pattern: without / it matches the file name ("*.go", "*.{ts,tsx}"); with / the path below path ("src/**/*.go").
-- Output: one matching line per line, as path:line:text, path relative to the workspace root; at most %d lines.
-- Files that .gitignore ignores, .git, symbolic links and binary files are skipped.`
 
 // grepMaxFileSize: larger files are not searched.
 const grepMaxFileSize = 64 << 20
 
+//go:embed grep.md
+var grepDescription string
+
 type grepTool struct{ w *Workspace }
+
+// grepInput is grep's arguments.
+type grepInput struct {
+	Pattern string `json:"pattern" jsonschema:"The regular expression to search for."`
+	Path    string `json:"path,omitempty" jsonschema:"The directory or file to search, relative to the workspace root or absolute inside it. Default: the root."`
+	Glob    string `json:"glob,omitempty" jsonschema:"Only search files matching this glob, e.g. \"*.go\"."`
+}
+
+func grepSchema() json.RawMessage {
+	return InputSchema[grepInput](func(s *jsonschema.Schema) { minLength(s, "pattern", 1) })
+}
 
 func (t grepTool) Spec() llm.ToolSpec {
 	return llm.ToolSpec{
 		Name:        NameGrep,
-		Description: fmt.Sprintf(grepDescription, t.w.limits.GrepMatches),
-		Parameters: json.RawMessage(`{"type":"object","properties":{` +
-			`"pattern":{"type":"string","minLength":1,"description":"The regular expression to search for."},` +
-			`"path":{"type":"string","description":"The directory or file to search, relative to the workspace root or absolute inside it. Default: the root."},` +
-			`"glob":{"type":"string","description":"Only search files matching this glob, e.g. \"*.go\"."}` +
-			`},"required":["pattern"],"additionalProperties":false}`),
+		Description: Description(grepDescription, t.w.limits.GrepMatches),
+		Parameters:  t.w.schemas.get(NameGrep, grepSchema),
 	}
 }
 
 func (t grepTool) Run(ctx context.Context, call Call) Result {
-	var args struct {
-		Pattern string `json:"pattern"`
-		Path    string `json:"path"`
-		Glob    string `json:"glob"`
-	}
+	var args grepInput
 	if err := decodeArgs(call, &args); err != nil {
 		return Errorf("%v", err)
 	}

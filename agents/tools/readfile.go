@@ -4,41 +4,48 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/stoke-cli/stoke/agents/llm"
 )
 
-const readFileDescription = `Read a text file of the workspace. The output numbers the lines like cat -n: the line number, a tab, then the line.
-- file_path: relative to the workspace root, or absolute inside it.
-- By default up to %d lines from the start are returned; for a long file pass offset (the first line to read, 1-based) and limit (the number of lines).
-- Lines longer than %d characters are cut.
-- A directory or a binary file is an error: list directories with glob.`
+//go:embed readfile.md
+var readFileDescription string
 
 type readFileTool struct{ w *Workspace }
+
+// readFileInput is read_file's arguments.
+type readFileInput struct {
+	FilePath string `json:"file_path" jsonschema:"The file to read: relative to the workspace root, or absolute inside it."`
+	Offset   int    `json:"offset,omitempty" jsonschema:"The first line to read, 1-based (0 also means the first line)."`
+	Limit    int    `json:"limit,omitempty" jsonschema:"The number of lines to read."`
+}
+
+func readFileSchema() json.RawMessage {
+	return InputSchema[readFileInput](func(s *jsonschema.Schema) {
+		minLength(s, "file_path", 1)
+		bounds(s, "offset", 0, nil)
+		bounds(s, "limit", 1, nil)
+	})
+}
 
 func (t readFileTool) Spec() llm.ToolSpec {
 	return llm.ToolSpec{
 		Name:        NameReadFile,
-		Description: fmt.Sprintf(readFileDescription, t.w.limits.ReadLines, t.w.limits.LineChars),
-		Parameters: json.RawMessage(`{"type":"object","properties":{` +
-			`"file_path":{"type":"string","minLength":1,"description":"The file to read: relative to the workspace root, or absolute inside it."},` +
-			`"offset":{"type":"integer","minimum":0,"description":"The first line to read, 1-based (0 also means the first line)."},` +
-			`"limit":{"type":"integer","minimum":1,"description":"The number of lines to read."}` +
-			`},"required":["file_path"],"additionalProperties":false}`),
+		Description: Description(readFileDescription, t.w.limits.ReadLines, t.w.limits.LineChars),
+		Parameters:  t.w.schemas.get(NameReadFile, readFileSchema),
 	}
 }
 
 func (t readFileTool) Run(ctx context.Context, call Call) Result {
-	var args struct {
-		FilePath string `json:"file_path"`
-		Offset   int    `json:"offset"`
-		Limit    int    `json:"limit"`
-	}
+	var args readFileInput
 	if err := decodeArgs(call, &args); err != nil {
 		return Errorf("%v", err)
 	}

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,42 +13,48 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/stoke-cli/stoke/agents/llm"
 )
-
-const shellDescription = `Run a command with bash -c in the workspace root, stdin empty, and return its combined stdout and stderr and its exit code.
-- timeout_ms: default %d (%s), at most %d (%s). On timeout the command and every process it started are killed.
-- Output past %d characters is cut in the middle (the start and the end are kept).
-- A non-zero exit code is reported as an error, with the output.
-- The environment has no API keys (stoke removes its providers' keys and the variables the user denied).
-- Each call is a new shell: cd and variables do not carry over. Processes left running in the background are killed if they still hold the output when the command ends.`
 
 // shellWaitDelay is how long a finished command's background processes may keep its output
 // open before they are killed.
 const shellWaitDelay = 2 * time.Second
+
+//go:embed shell.md
+var shellDescription string
 
 type shellTool struct {
 	w         *Workspace
 	waitDelay time.Duration // shellWaitDelay when zero (tests shorten it)
 }
 
+// shellInput is shell's arguments.
+type shellInput struct {
+	Command   string `json:"command" jsonschema:"The bash command line to run."`
+	TimeoutMs int64  `json:"timeout_ms,omitempty"`
+}
+
+func shellSchema() json.RawMessage {
+	return InputSchema[shellInput](func(s *jsonschema.Schema) {
+		minLength(s, "command", 1)
+		bounds(s, "timeout_ms", 1, jsonschema.Ptr(float64(MaxShellTimeout.Milliseconds())))
+		s.Properties["timeout_ms"].Description = fmt.Sprintf("Kill the command after this many milliseconds (default %d).", DefaultShellTimeout.Milliseconds())
+	})
+}
+
 func (t shellTool) Spec() llm.ToolSpec {
 	return llm.ToolSpec{
 		Name: NameShell,
-		Description: fmt.Sprintf(shellDescription, DefaultShellTimeout.Milliseconds(), DefaultShellTimeout,
+		Description: Description(shellDescription, DefaultShellTimeout.Milliseconds(), DefaultShellTimeout,
 			MaxShellTimeout.Milliseconds(), MaxShellTimeout, t.w.limits.OutputChars),
-		Parameters: json.RawMessage(fmt.Sprintf(`{"type":"object","properties":{`+
-			`"command":{"type":"string","minLength":1,"description":"The bash command line to run."},`+
-			`"timeout_ms":{"type":"integer","minimum":1,"maximum":%d,"description":"Kill the command after this many milliseconds (default %d)."}`+
-			`},"required":["command"],"additionalProperties":false}`, MaxShellTimeout.Milliseconds(), DefaultShellTimeout.Milliseconds())),
+		Parameters: t.w.schemas.get(NameShell, shellSchema),
 	}
 }
 
 func (t shellTool) Run(ctx context.Context, call Call) Result {
-	var args struct {
-		Command   string `json:"command"`
-		TimeoutMs int64  `json:"timeout_ms"`
-	}
+	var args shellInput
 	if err := decodeArgs(call, &args); err != nil {
 		return Errorf("%v", err)
 	}

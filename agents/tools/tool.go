@@ -1,5 +1,11 @@
 // Package tools holds the tool interface the agent loop calls, the Set that declares tools
-// to the model and validates their arguments, and (later) the workspace tools.
+// to the model and validates their arguments, the workspace tools (read_file, write_file,
+// edit, glob, grep, shell) with the approval modes that gate them.
+//
+// Each workspace tool is a .go file with a .md file beside it: the description the model
+// reads, embedded. Its arguments are a Go type, from which its JSON Schema is derived
+// (InputSchema, jsonschema.For): the names, required fields and descriptions the model is
+// shown are the ones the tool decodes. testdata/specs.json pins what the model sees.
 package tools
 
 import (

@@ -117,6 +117,7 @@ type Workspace struct {
 	secrets  *secrets.Policy
 	limits   Limits
 	edits    *sync.Mutex // held by write_file and edit for their read-modify-write
+	schemas  *schemaCache
 }
 
 // NewWorkspace returns a workspace rooted at the directory root (made absolute, symlinks
@@ -140,7 +141,7 @@ func NewWorkspace(root string, mode Mode, opts ...Option) (*Workspace, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("new workspace: %s is not a directory", root)
 	}
-	w := &Workspace{root: real, mode: mode, limits: Limits{}.withDefaults(), edits: new(sync.Mutex)}
+	w := &Workspace{root: real, mode: mode, limits: Limits{}.withDefaults(), edits: new(sync.Mutex), schemas: new(schemaCache)}
 	if abs != real {
 		w.alias = abs
 	}
@@ -194,18 +195,19 @@ func (w *Workspace) Tools(allow []string) (ts []Tool, unknown []string) {
 		}
 	}
 	all := []struct {
+		name string
 		tool Tool
 		kind Kind
 	}{
-		{readFileTool{w}, KindRead},
-		{writeFileTool{w}, KindEdit},
-		{editTool{w}, KindEdit},
-		{globTool{w}, KindRead},
-		{grepTool{w}, KindRead},
-		{shellTool{w: w}, KindExec},
+		{NameReadFile, readFileTool{w}, KindRead},
+		{NameWriteFile, writeFileTool{w}, KindEdit},
+		{NameEdit, editTool{w}, KindEdit},
+		{NameGlob, globTool{w}, KindRead},
+		{NameGrep, grepTool{w}, KindRead},
+		{NameShell, shellTool{w: w}, KindExec},
 	}
 	for _, t := range all {
-		if len(allow) == 0 || want[t.tool.Spec().Name] {
+		if len(allow) == 0 || want[t.name] {
 			ts = append(ts, gate{tool: t.tool, kind: t.kind, w: w})
 		}
 	}

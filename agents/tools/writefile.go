@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,31 +10,37 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/stoke-cli/stoke/agents/llm"
 )
 
-const writeFileDescription = `Write a file of the workspace: create it (and its parent directories), or replace its whole content.
-- file_path: relative to the workspace root, or absolute inside it.
-- To change part of an existing file, prefer edit.`
+//go:embed writefile.md
+var writeFileDescription string
 
 type writeFileTool struct{ w *Workspace }
+
+// writeFileInput is write_file's arguments; Content is a pointer to tell an absent
+// content from an empty file.
+type writeFileInput struct {
+	FilePath string  `json:"file_path" jsonschema:"The file to write: relative to the workspace root, or absolute inside it."`
+	Content  *string `json:"content" jsonschema:"The whole new content of the file."`
+}
+
+func writeFileSchema() json.RawMessage {
+	return InputSchema[writeFileInput](func(s *jsonschema.Schema) { minLength(s, "file_path", 1) })
+}
 
 func (t writeFileTool) Spec() llm.ToolSpec {
 	return llm.ToolSpec{
 		Name:        NameWriteFile,
-		Description: writeFileDescription,
-		Parameters: json.RawMessage(`{"type":"object","properties":{` +
-			`"file_path":{"type":"string","minLength":1,"description":"The file to write: relative to the workspace root, or absolute inside it."},` +
-			`"content":{"type":"string","description":"The whole new content of the file."}` +
-			`},"required":["file_path","content"],"additionalProperties":false}`),
+		Description: Description(writeFileDescription),
+		Parameters:  t.w.schemas.get(NameWriteFile, writeFileSchema),
 	}
 }
 
 func (t writeFileTool) Run(ctx context.Context, call Call) Result {
-	var args struct {
-		FilePath string  `json:"file_path"`
-		Content  *string `json:"content"`
-	}
+	var args writeFileInput
 	if err := decodeArgs(call, &args); err != nil {
 		return Errorf("%v", err)
 	}

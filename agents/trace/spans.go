@@ -99,8 +99,8 @@ type TurnInfo struct {
 	// gen_ai.agent.id; the parent's is the session id.
 	TaskID       string
 	SubagentType string
-	// Turn counts the agent's instructions from 1 (the launch); Continuation is "fresh",
-	// "resident" or "revived".
+	// Turn counts the agent's instructions from 1 (the launch); Continuation is a
+	// streamjson.Continuation: fresh, resident or revived.
 	Turn         int
 	Continuation string
 	// Caller is the span that asked for this turn (the task or send_message tool call),

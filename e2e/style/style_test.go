@@ -1,22 +1,27 @@
 // Package style turns house rules of the whiteboard (STYLE.md) into a test, so that they
 // are kept by CI rather than by hand: the direction of imports between packages, no
-// package-level state, a doc for every package, and the shape the agents and headless
+// package-level state, a doc for every package, the shape the agents and headless
 // packages were given (a registry.go that stays small, a controller with methods of its
-// own, an SDK host that imports nothing of headless).
+// own, an SDK host that imports nothing of headless), and one owner per vocabulary and
+// default (the approval modes spelled only by tools.Mode, the caps' defaults only in
+// agents).
 package style
 
 import (
 	"bufio"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 // pkg is one directory of Go files of the module.
@@ -227,32 +232,52 @@ func TestImportRulesBite(t *testing.T) {
 // Package-level variables are state shared by every caller; the only ones allowed are
 // the kinds that are never written: sentinel errors, compiled regular expressions (or
 // ones compiled on first use: sync.OnceValue of a func that only returns
-// regexp.MustCompile(...), so that start-up does not pay for them) and interface
-// assertions (var _ I = ...).
+// regexp.MustCompile(...), so that start-up does not pay for them), interface
+// assertions (var _ I = ...) and files embedded with //go:embed (a tool's description).
 func TestNoPackageState(t *testing.T) {
 	t.Parallel()
 	_, _, pkgs := loadModule(t)
-	for _, p := range sorted(pkgs) {
-		for name, f := range p.files {
-			if strings.HasSuffix(name, "_test.go") {
+	for _, file := range nonTestFiles(pkgs) {
+		for _, d := range file.f.Decls {
+			gd, ok := d.(*ast.GenDecl)
+			if !ok || gd.Tok != token.VAR {
 				continue
 			}
-			for _, d := range f.Decls {
-				gd, ok := d.(*ast.GenDecl)
-				if !ok || gd.Tok != token.VAR {
+			for _, spec := range gd.Specs {
+				vs := spec.(*ast.ValueSpec)
+				if embedded(gd, vs) {
 					continue
 				}
-				for _, spec := range gd.Specs {
-					vs := spec.(*ast.ValueSpec)
-					for i, id := range vs.Names {
-						if why := allowedVar(id, vs, i); why != "" {
-							t.Errorf("%s: package-level var %s: %s", name, id.Name, why)
-						}
+				for i, id := range vs.Names {
+					if why := allowedVar(id, vs, i); why != "" {
+						t.Errorf("%s: package-level var %s: %s", file.name, id.Name, why)
 					}
 				}
 			}
 		}
 	}
+}
+
+// embedded reports whether the var spec vs of gd is a file embedded with //go:embed: a
+// string or a byte slice the compiler fills in, with the directive right above it (on the
+// spec in a var block, on the declaration otherwise).
+func embedded(gd *ast.GenDecl, vs *ast.ValueSpec) bool {
+	doc := vs.Doc
+	if doc == nil && len(gd.Specs) == 1 {
+		doc = gd.Doc
+	}
+	if doc == nil || len(vs.Names) != 1 || len(vs.Values) != 0 {
+		return false
+	}
+	directive := slices.ContainsFunc(doc.List, func(c *ast.Comment) bool { return strings.HasPrefix(c.Text, "//go:embed ") })
+	switch typ := vs.Type.(type) {
+	case *ast.Ident:
+		return directive && typ.Name == "string"
+	case *ast.ArrayType:
+		elem, ok := typ.Elt.(*ast.Ident)
+		return directive && typ.Len == nil && ok && elem.Name == "byte"
+	}
+	return false
 }
 
 // allowedVar says why the i-th name of a var spec is not an allowed package-level var
@@ -331,14 +356,21 @@ func TestAllowedVarKinds(t *testing.T) {
 		{`var count int`, false},
 		{`var Default = New()`, false},
 		{`var notAnError = errors.New("x")`, false},
+		{"//go:embed a.md\nvar desc string", true},
+		{"var (\n\t//go:embed a.md\n\tdesc string\n)", true},
+		{"//go:embed a.png\nvar img []byte", true},
+		{"// not a directive: go:embed a.md\nvar desc string", false},
+		{"//go:embed a.md\nvar n int", false},
+		{"//go:embed a.md\nvar desc = \"x\"", false},
 	}
 	for _, tt := range tests {
-		f, err := parser.ParseFile(token.NewFileSet(), "x.go", "package x\n"+tt.src, 0)
+		f, err := parser.ParseFile(token.NewFileSet(), "x.go", "package x\n"+tt.src, parser.ParseComments)
 		if err != nil {
 			t.Fatal(err)
 		}
-		vs := f.Decls[0].(*ast.GenDecl).Specs[0].(*ast.ValueSpec)
-		if got := allowedVar(vs.Names[0], vs, 0) == ""; got != tt.want {
+		gd := f.Decls[0].(*ast.GenDecl)
+		vs := gd.Specs[0].(*ast.ValueSpec)
+		if got := embedded(gd, vs) || allowedVar(vs.Names[0], vs, 0) == ""; got != tt.want {
 			t.Errorf("%s: allowed = %v, want %v", tt.src, got, tt.want)
 		}
 	}
@@ -425,4 +457,228 @@ func sorted(pkgs map[string]*pkg) []*pkg {
 	}
 	slices.SortFunc(out, func(a, b *pkg) int { return strings.Compare(a.rel, b.rel) })
 	return out
+}
+
+// vocabulary is a set of string values one type owns: only the owner's package spells
+// them (in its non-test files); everyone else names its constants.
+type vocabulary struct {
+	owner  string // the package (relative), not its sub-packages
+	values []string
+	why    string
+}
+
+// vocabularies are the typed vocabularies of the run: the approval modes (in stoke's and
+// Claude Code's words), the continuations of a task, the background policies.
+func vocabularies() []vocabulary {
+	return []vocabulary{
+		{owner: "agents/tools", values: []string{"auto-edit", "yolo", "acceptEdits", "bypassPermissions"},
+			why: "an approval mode is a tools.Mode: use its constants, ParseMode, ParsePermissionMode, PermissionMode"},
+		{owner: "streamjson", values: []string{"fresh", "resident", "revived"},
+			why: "a continuation is a streamjson.Continuation: use its constants"},
+		{owner: "headless", values: []string{"wait", "cancel"},
+			why: "a background policy is a headless.BackgroundPolicy: use its constants"},
+	}
+}
+
+// spelledVocabulary returns, for the file f of package rel, each string literal that
+// spells a value of a vocabulary rel does not own, with why.
+func spelledVocabulary(rel string, f *ast.File) []string {
+	var out []string
+	ast.Inspect(f, func(n ast.Node) bool {
+		lit, ok := n.(*ast.BasicLit)
+		if !ok || lit.Kind != token.STRING {
+			return true
+		}
+		s, err := strconv.Unquote(lit.Value)
+		if err != nil {
+			return true
+		}
+		for _, v := range vocabularies() {
+			if rel != v.owner && slices.Contains(v.values, s) {
+				out = append(out, fmt.Sprintf("%q: %s", s, v.why))
+			}
+		}
+		return true
+	})
+	return out
+}
+
+func TestVocabularyOwners(t *testing.T) {
+	t.Parallel()
+	_, _, pkgs := loadModule(t)
+	for _, file := range nonTestFiles(pkgs) {
+		for _, why := range spelledVocabulary(file.pkg.rel, file.f) {
+			t.Errorf("%s: %s", file.name, why)
+		}
+	}
+}
+
+// goFile is one file of a package.
+type goFile struct {
+	pkg  *pkg
+	name string
+	f    *ast.File
+}
+
+// nonTestFiles returns the non-test files of pkgs, in order.
+func nonTestFiles(pkgs map[string]*pkg) []goFile {
+	var out []goFile
+	for _, p := range sorted(pkgs) {
+		for _, name := range slices.Sorted(maps.Keys(p.files)) {
+			if !strings.HasSuffix(name, "_test.go") {
+				out = append(out, goFile{p, name, p.files[name]})
+			}
+		}
+	}
+	return out
+}
+
+// capDefaults returns the caps whose defaults package agents owns: the names X of its
+// DefaultX constants in agents/config.go (MaxBackground, MaxTurns, ...).
+func capDefaults(t *testing.T, pkgs map[string]*pkg) []string {
+	t.Helper()
+	f := pkgs["agents"].files["agents/config.go"]
+	if f == nil {
+		t.Fatal("agents/config.go not found")
+	}
+	var caps []string
+	for _, d := range f.Decls {
+		gd, ok := d.(*ast.GenDecl)
+		if !ok || gd.Tok != token.CONST {
+			continue
+		}
+		for _, spec := range gd.Specs {
+			for _, id := range spec.(*ast.ValueSpec).Names {
+				if c, ok := strings.CutPrefix(id.Name, "Default"); ok && strings.HasPrefix(c, "Max") {
+					caps = append(caps, c)
+				}
+			}
+		}
+	}
+	if len(caps) == 0 {
+		t.Fatal("agents/config.go declares no DefaultMax… constants")
+	}
+	return caps
+}
+
+// flagName is the flag of a cap: MaxBackground is max-background.
+func flagName(c string) string {
+	var b strings.Builder
+	for i, r := range c {
+		if unicode.IsUpper(r) {
+			if i > 0 {
+				b.WriteByte('-')
+			}
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// spelledDefaults returns each place the file f gives one of caps a number of its own
+// (not 0, which leaves the default): a constant or variable named after the cap, a
+// field of the cap's name, a flag of the cap's name defined with a number.
+func spelledDefaults(f *ast.File, caps []string) []string {
+	number := func(e ast.Expr) (string, bool) {
+		lit, ok := e.(*ast.BasicLit)
+		if !ok || lit.Kind != token.INT || lit.Value == "0" {
+			return "", false
+		}
+		return lit.Value, true
+	}
+	var out []string
+	ast.Inspect(f, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.ValueSpec:
+			for i, id := range n.Names {
+				for _, c := range caps {
+					if v, ok := number(valueAt(n, i)); ok && strings.Contains(strings.ToLower(id.Name), strings.ToLower(c)) {
+						out = append(out, fmt.Sprintf("%s = %s", id.Name, v))
+					}
+				}
+			}
+		case *ast.KeyValueExpr:
+			key, ok := n.Key.(*ast.Ident)
+			if v, isNum := number(n.Value); ok && isNum && slices.Contains(caps, key.Name) {
+				out = append(out, fmt.Sprintf("%s: %s", key.Name, v))
+			}
+		case *ast.CallExpr:
+			if len(n.Args) < 2 {
+				break
+			}
+			lit, ok := n.Args[0].(*ast.BasicLit)
+			if !ok || lit.Kind != token.STRING {
+				break
+			}
+			name, _ := strconv.Unquote(lit.Value)
+			for _, c := range caps {
+				if v, ok := number(n.Args[1]); ok && name == flagName(c) {
+					out = append(out, fmt.Sprintf("flag --%s defaults to %s", name, v))
+				}
+			}
+		}
+		return true
+	})
+	return out
+}
+
+func valueAt(vs *ast.ValueSpec, i int) ast.Expr {
+	if i < len(vs.Values) {
+		return vs.Values[i]
+	}
+	return nil
+}
+
+// The caps of a run's agents have their defaults in package agents alone: nothing else
+// spells a number for one.
+func TestDefaultsOnlyInAgents(t *testing.T) {
+	t.Parallel()
+	_, _, pkgs := loadModule(t)
+	caps := capDefaults(t, pkgs)
+	for _, file := range nonTestFiles(pkgs) {
+		if file.pkg.rel == "agents" {
+			continue
+		}
+		for _, what := range spelledDefaults(file.f, caps) {
+			t.Errorf("%s: %s: the default of a cap lives in package agents (agents.Default…)", file.name, what)
+		}
+	}
+}
+
+// TestOwnershipRulesBite makes sure the vocabulary and default rules find what they say,
+// on made-up files.
+func TestOwnershipRulesBite(t *testing.T) {
+	t.Parallel()
+	caps := []string{"MaxRetained", "MaxTurns"}
+	tests := []struct {
+		rel, src string
+		want     int
+	}{
+		{"cmd", `const mode = "yolo"`, 1},
+		{"headless", `func f(m string) bool { return m == "auto-edit" || m == "bypassPermissions" }`, 2},
+		{"agents/tools", `const ModeYolo = "yolo"`, 0},
+		{"agents", `var kind = "revived"`, 1},
+		{"cmd", `var p = "cancel"`, 1},
+		{"headless", `var p = "cancel"`, 0},
+		{"cmd", `var help = "plan | default | auto-edit | yolo"`, 0}, // prose, not a value
+		{"cmd", `const maxRetained = 100`, 1},
+		{"headless", `var o = Options{MaxRetained: 100, MaxTurns: 0}`, 1},
+		{"cmd", `func f() { flags.Int("max-turns", 100, "cap") }`, 1},
+		{"cmd", `func f() { flags.Int("max-turns", agents.DefaultMaxTurns, "cap") }`, 0},
+		{"cmd", `var o = Options{MaxRetained: agents.DefaultMaxRetained}`, 0},
+	}
+	for _, tt := range tests {
+		f, err := parser.ParseFile(token.NewFileSet(), "x.go", "package x\n"+tt.src, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := append(spelledVocabulary(tt.rel, f), spelledDefaults(f, caps)...)
+		if len(got) != tt.want {
+			t.Errorf("%s in %s: found %q, want %d", tt.src, tt.rel, got, tt.want)
+		}
+	}
+	if got := flagName("MaxForeground"); got != "max-foreground" {
+		t.Errorf("flagName = %q", got)
+	}
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/permission"
 	"github.com/stoke-cli/stoke/agents/tools"
-	"github.com/stoke-cli/stoke/streamjson"
 )
 
 // liveMode is the permission mode now in force (set_permission_mode changes it).
@@ -123,7 +122,7 @@ func (a sdkApprover) Approve(ctx context.Context, call tools.Call, kind tools.Ki
 	case a.rules.Allowed(call, mode):
 		return true, nil, ""
 	case !h.opts.PermissionPromptStdio || h.liveNoPrompt():
-		return false, nil, fmt.Sprintf("the permission mode %s does not allow %s calls and nobody can approve them in this run", streamjson.PermissionMode(string(mode)), kind)
+		return false, nil, fmt.Sprintf("the permission mode %s does not allow %s calls and nobody can approve them in this run", mode.PermissionMode(), kind)
 	}
 	return a.ask(ctx, call, kind)
 }
@@ -139,7 +138,7 @@ func (a sdkApprover) ask(ctx context.Context, call tools.Call, kind tools.Kind) 
 		"tool_name":       name,
 		"input":           input,
 		"tool_use_id":     call.ID,
-		"decision_reason": fmt.Sprintf("the permission mode %s asks before %s calls", streamjson.PermissionMode(string(a.Mode())), kind),
+		"decision_reason": fmt.Sprintf("the permission mode %s asks before %s calls", a.Mode().PermissionMode(), kind),
 		"title":           fmt.Sprintf("stoke wants to use %s", name),
 		"stoke_tool_name": call.Name,
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/stoke-cli/stoke/agents"
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/tools"
-	"github.com/stoke-cli/stoke/streamjson"
 )
 
 // The hook events whose SDK callbacks stoke invokes (hook_callback control requests).
@@ -126,7 +125,7 @@ func (h *Host) runHooks(ctx context.Context, event string, targets []string, too
 		"session_id":      h.cfg.SessionID,
 		"transcript_path": h.cfg.TranscriptPath,
 		"cwd":             h.cfg.CWD,
-		"permission_mode": streamjson.PermissionMode(string(h.liveMode())),
+		"permission_mode": h.liveMode().PermissionMode(),
 	}
 	for k, v := range input {
 		in[k] = v

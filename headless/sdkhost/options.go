@@ -271,14 +271,13 @@ func agentDefinitions(in map[string]sdkAgent, dialect string) ([]agents.Definiti
 			d.Model = m
 		}
 		if pm := a.PermissionMode; pm != "" {
-			if pm == "dontAsk" {
-				pm = "default"
-			}
 			// Capped by the run's mode when the catalog is built; a mode stoke does not
 			// know is dropped there with a warning.
-			d.ApprovalMode = pm
+			d.ApprovalMode = tools.Mode(pm)
 			if m, err := tools.ParseMode(pm); err == nil {
-				d.ApprovalMode = string(m)
+				d.ApprovalMode = m
+			} else if m, _, err := tools.ParsePermissionMode(pm); err == nil {
+				d.ApprovalMode = m // dontAsk and manual are default
 			}
 		}
 		out = append(out, d)

@@ -142,11 +142,11 @@ func (h *Host) HandleControl(in streamjson.Input) (any, error) {
 // (dontAsk). auto (a model classifier in both) is the default mode: stoke has no
 // classifier, and a classifier that cannot answer puts the call to the host.
 func parsePermissionMode(s string) (mode tools.Mode, noPrompt bool, err error) {
-	switch s {
-	case "dontAsk":
-		return tools.ModeDefault, true, nil
-	case "auto", "manual":
+	if s == "auto" {
 		return tools.ModeDefault, false, nil
+	}
+	if mode, noPrompt, err := tools.ParsePermissionMode(s); err == nil {
+		return mode, noPrompt, nil
 	}
 	mode, err = tools.ParseMode(s)
 	return mode, false, err
@@ -161,7 +161,7 @@ func (h *Host) setPermissionMode(name string) (any, error) {
 	h.mu.Lock()
 	h.mode, h.noPrompt = m, noPrompt
 	h.mu.Unlock()
-	if name != string(m) && name != streamjson.PermissionMode(string(m)) {
+	if name != string(m) && name != m.PermissionMode() {
 		h.cfg.Logger.Info("permission mode mapped", "asked", name, "mode", m)
 	}
 	return map[string]any{"mode": h.modeName(m)}, nil
@@ -172,7 +172,7 @@ func (h *Host) modeName(m tools.Mode) string {
 	if h.opts.Dialect == DialectQwen {
 		return string(m)
 	}
-	return streamjson.PermissionMode(string(m))
+	return m.PermissionMode()
 }
 
 // task looks a task up for a control request.

@@ -205,9 +205,10 @@ func (v *validator) taskStarted(c *checker) {
 			turn = n
 		}
 	}
-	cont := ""
+	var cont streamjson.Continuation
 	if c.has("continuation") {
-		cont, _ = c.oneOf("continuation", streamjson.ContinuationFresh, streamjson.ContinuationResident, streamjson.ContinuationRevived)
+		s, _ := c.oneOf("continuation", string(streamjson.ContinuationFresh), string(streamjson.ContinuationResident), string(streamjson.ContinuationRevived))
+		cont = streamjson.Continuation(s)
 	}
 	if !idOK {
 		return
