@@ -148,16 +148,23 @@ func TestHundredBackgroundLaunches(t *testing.T) {
 	if len(results) != 100 {
 		t.Fatalf("%d tool results", len(results))
 	}
+	queued := 0
 	for i, r := range results {
-		// The first four start at once; the others wait in line (an agent that finished
-		// during the launches moves the line on).
-		want := "running in the background"
-		if i >= 4 {
-			want = "queued: position "
+		// The first four start at once; the others wait in line, unless an agent finished
+		// during the launches and moved the line on (on a loaded machine some do).
+		content := r.Get("content").String()
+		running := strings.Contains(content, "running in the background")
+		switch {
+		case i < 4 && !running:
+			t.Fatalf("tool result %d = %q, want it running (a free slot)", i, content)
+		case strings.Contains(content, "queued: position "):
+			queued++
+		case !running:
+			t.Fatalf("tool result %d = %q, want running or queued", i, content)
 		}
-		if !strings.Contains(r.Get("content").String(), want) {
-			t.Fatalf("tool result %d = %q, want %q", i, r.Get("content").String(), want)
-		}
+	}
+	if queued == 0 {
+		t.Fatal("no launch was queued, want the launches past the cap of 4 to wait in line")
 	}
 	if n, listed := listedWith(t, dir, home, "completed"); n != 100 {
 		t.Fatalf("agents list shows %d completed, want 100:\n%s", n, listed)
