@@ -653,12 +653,14 @@ func (c *controller) close() {
 	c.dispose(rel)
 }
 
-// releaseIdle gives up the resident runtime of a task that is not running; the row stays
-// and its next turn revives. It reports whether there was one.
+// releaseIdle gives up the resident runtime of a task with no turn running or waiting
+// for its slot (a queued launch has no history yet to revive from, and a queued
+// continuation was told it runs resident); the row stays and its next turn revives. It
+// reports whether there was one.
 func (c *controller) releaseIdle() (released, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.row.Status == StatusRunning || c.cur != nil || c.rt == nil || c.closed {
+	if c.row.Status.Active() || c.cur != nil || c.rt == nil || c.closed {
 		return released{}, false
 	}
 	return c.takeRuntimeLocked(), true

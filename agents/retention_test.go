@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/stoke-cli/stoke/agents/hooks"
+	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/streamjson"
 )
@@ -106,6 +108,49 @@ func TestReleaseResidents(t *testing.T) {
 		t.Fatalf("continuation = %s, want revived", res.Continuation)
 	}
 	h.collect(id)
+}
+
+// A turn waiting for its slot keeps the runtime it was given: a change of workspace
+// while a launch and a resident continuation are queued releases neither (the launch has
+// no history to revive from, the continuation was told it runs resident), and both then
+// run on their own runtimes.
+func TestReleaseResidentsSparesQueuedTurns(t *testing.T) {
+	t.Parallel()
+	g := newGate("", "held")
+	h := newHarness(t, func(ctx context.Context, req llm.Request, yield func(llm.Event, error) bool) {
+		if req.Messages[0].Text() == "hold" && len(req.Messages) == 1 {
+			g.gen(ctx, req, yield)
+			return
+		}
+		answer(yield, "did "+req.Messages[len(req.Messages)-1].Text())
+	}, func(c *RegistryConfig) { c.MaxBackground = 1 })
+	resident := h.launchBG("first")
+	h.collect(resident)
+	holder := h.launchBG("hold")
+	g.wait(t)
+	launched := h.launchBG("queued work")
+	if res := h.send(resident, "more work"); res.Continuation != streamjson.ContinuationResident || res.Position != 2 {
+		t.Fatalf("send to a resident task behind a queued launch = %+v", res)
+	}
+	for _, id := range []TaskID{launched, resident} {
+		if row, _ := h.reg.Get(id); row.Status != StatusQueued {
+			t.Fatalf("%s is %s, want queued", id, row.Status)
+		}
+	}
+	if n := h.reg.ReleaseResidents(); n != 0 {
+		t.Fatalf("released %d runtimes, want none: one task runs and two wait for their slots", n)
+	}
+	close(g.release)
+	h.collect(holder)
+	if row := h.collect(launched); row.Status != StatusCompleted || row.LastOutcome.Text != "did queued work" {
+		t.Fatalf("queued launch = %+v", row)
+	}
+	if row := h.collect(resident); row.Status != StatusCompleted || row.LastOutcome.Text != "did more work" {
+		t.Fatalf("queued continuation = %+v", row)
+	}
+	if n := h.runtimeCount(); n != 3 {
+		t.Fatalf("%d runtimes constructed, want 3 (one per task: nothing revived)", n)
+	}
 }
 
 // An isolated agent's fresh turn runs in a temporary worktree; the result says what
