@@ -236,14 +236,22 @@ func (k ignoredKey) log(logger *slog.Logger) {
 
 // secretsPolicy is what keeps credentials out of child processes and tool results: the
 // provider keys, the variable the API key in use came from and env-deny are kept out of
-// their environment; the API key in use and the values of the provider key variables
-// are redacted.
-func (c *Config) secretsPolicy(lookupEnv func(string) (string, bool)) *secrets.Policy {
+// their environment; the API key in use and the values of the variables kept out (of
+// environ, the process environment) are redacted: a child that reads them elsewhere,
+// such as from stoke's own /proc/PID/environ, does not get them into a tool result.
+func (c *Config) secretsPolicy(lookupEnv func(string) (string, bool), environ []string) *secrets.Policy {
 	deny := slices.Clone(c.EnvDeny)
 	if src := c.sources["api-key"]; src != "" && !strings.HasPrefix(src, "--") && !strings.ContainsRune(src, filepath.Separator) {
 		deny = append(deny, src) // an environment variable
 	}
-	return secrets.New(secrets.Config{Deny: deny, Values: c.secretValues(lookupEnv)})
+	values := c.secretValues(lookupEnv)
+	denied := secrets.New(secrets.Config{Deny: deny})
+	for _, kv := range environ {
+		if name, v, _ := strings.Cut(kv, "="); denied.Denies(name) && !slices.Contains(values, v) {
+			values = append(values, v)
+		}
+	}
+	return secrets.New(secrets.Config{Deny: deny, Values: values})
 }
 
 // secretValues are the values nothing stoke records may hold: the API key in use and the
