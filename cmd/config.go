@@ -11,6 +11,7 @@ import (
 
 	"github.com/stoke-cli/stoke/agents"
 	"github.com/stoke-cli/stoke/agents/hooks"
+	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/llm/price"
 	"github.com/stoke-cli/stoke/agents/secrets"
 	"github.com/stoke-cli/stoke/agents/tools"
@@ -80,16 +81,21 @@ type Config struct {
 	sources map[string]string
 }
 
-// LogValue keeps the API key out of logs.
+// LogValue keeps the API key, and the credentials a base URL may carry (user:password,
+// a query), out of logs.
 func (c Config) LogValue() slog.Value {
 	key := ""
 	if c.APIKey != "" {
 		key = "<redacted>"
 	}
+	baseURL := c.BaseURL
+	if baseURL != "" {
+		baseURL = llm.RedactURL(baseURL)
+	}
 	return slog.GroupValue(
 		slog.String("provider", c.Provider),
 		slog.String("model", c.Model),
-		slog.String("base-url", c.BaseURL),
+		slog.String("base-url", baseURL),
 		slog.String("api-key", key),
 		slog.String("scenario", c.Scenario),
 		slog.String("output-format", c.OutputFormat),

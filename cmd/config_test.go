@@ -556,3 +556,25 @@ func TestSecretsPolicy(t *testing.T) {
 		t.Errorf("Redact = %q, want %q", got, want)
 	}
 }
+
+// A project may turn on debug logging; the configuration it logs keeps the credentials a
+// base URL may carry (a proxy's user:password, a key in the query) out of the log.
+func TestDebugLogHidesBaseURLCredentials(t *testing.T) {
+	t.Parallel()
+	p := newTestProcess(t)
+	p.env["OPENAI_API_KEY"] = "sk-openai-0123456789"
+	p.env["STOKE_BASE_URL"] = "https://ci:pw-0123456789@proxy.example/v1?key=q-0123456789"
+	p.projectSettings(t, "debug: true\n")
+	got := p.run(t, "-p", "hi")
+	if got.code != 0 {
+		t.Fatalf("exit %d: %s", got.code, got.stderr)
+	}
+	if !strings.Contains(got.stderr, "starting run") || !strings.Contains(got.stderr, "proxy.example") {
+		t.Fatalf("want the debug log of the run's configuration:\n%s", got.stderr)
+	}
+	for _, secret := range []string{"pw-0123456789", "q-0123456789", "sk-openai"} {
+		if strings.Contains(got.stderr, secret) {
+			t.Errorf("the log holds %q:\n%s", secret, got.stderr)
+		}
+	}
+}
