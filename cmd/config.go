@@ -260,6 +260,21 @@ func (c *Config) secretsPolicy(lookupEnv func(string) (string, bool), environ []
 	return secrets.New(secrets.Config{Deny: deny, Values: values})
 }
 
+// homeSecrets is the secrets policy of a command that handles stored sessions rather than
+// running one (stoke sessions export): what a run here would redact, from the
+// environment and the home settings (api-key, env-deny), without the project's.
+func homeSecrets(deps *Deps, home string) (*secrets.Policy, error) {
+	path := filepath.Join(home, settingsFile)
+	m, _, err := readSettings(path, settings())
+	if err != nil {
+		return nil, err
+	}
+	lists, _ := homeLists(path, m)
+	c := Config{EnvDeny: lists["env-deny"]}
+	c.APIKey, _ = m["api-key"].(string)
+	return c.secretsPolicy(deps.LookupEnv, deps.environ()), nil
+}
+
 // secretValues are the values nothing stoke records may hold: the API key in use and the
 // values of the provider key variables, each once, blank ones left out.
 func (c *Config) secretValues(lookupEnv func(string) (string, bool)) []string {
