@@ -612,3 +612,45 @@ func TestLoadDefinitionsProjectScope(t *testing.T) {
 		t.Errorf("warnings = %q", warnings)
 	}
 }
+
+// A project file linked from outside is refused before it is read: nothing of the
+// target (a name, a description, a value quoted by a parse error) reaches a warning or
+// the inspection (stoke agents check prints both, often into a public CI log).
+func TestLinkedProjectFileIsNotRead(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	project := filepath.Join(root, "project")
+	elsewhere := filepath.Join(root, "elsewhere")
+	dir := filepath.Join(project, ".claude", "agents")
+	writeDefFile(t, elsewhere, "bad.md", "---\nname: not a name sk-outside-1\n---\nx\n")
+	writeDefFile(t, elsewhere, "mode.md", "---\nname: m\npermissionMode: sk-outside-2\n---\nx\n")
+	writeDefFile(t, elsewhere, "good.md", "---\nname: good\ndescription: sk-outside-3\n---\nsk-outside-4\n")
+	for _, name := range []string{"bad.md", "mode.md", "good.md"} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(filepath.Join(elsewhere, name), filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in := Inspect(LoadOptions{ProjectDir: project, TrustProject: true})
+	var linked int
+	for _, f := range in.Found {
+		if f.Scope != ScopeProject {
+			continue
+		}
+		linked++
+		if !strings.Contains(f.Err, "outside the project") {
+			t.Errorf("%s: Err = %q, want a link out of the project", f.Definition.Source, f.Err)
+		}
+		if d := f.Definition; d.Name != "" || d.Description != "" || d.Prompt != "" {
+			t.Errorf("%s: the target was read: %+v", d.Source, d)
+		}
+	}
+	if linked != 3 {
+		t.Errorf("%d project files found, want 3", linked)
+	}
+	if w := strings.Join(in.Warnings, "\n"); strings.Contains(w, "sk-outside") || strings.Count(w, "outside the project") != 3 {
+		t.Errorf("warnings = %s", w)
+	}
+}

@@ -205,16 +205,25 @@ func (in *Inspection) readDir(o LoadOptions, src source, rank int) {
 			continue
 		}
 		path := filepath.Join(src.dir, name)
-		p, err := readDefinition(path)
-		if errors.Is(err, errNotAFile) {
-			continue
+		// A project file linked from outside the project is refused before it is read:
+		// what a parse error quotes, or the definition itself, would show the target.
+		outside := ""
+		if real, err := filepath.EvalSymlinks(path); src.project && err == nil && !within(root, real) {
+			outside = real
+		}
+		var p parsed
+		var err error
+		if outside == "" {
+			if p, err = readDefinition(path); errors.Is(err, errNotAFile) {
+				continue
+			}
 		}
 		f := Found{Definition: p.def, Scope: scope, Rank: rank, UnknownTools: p.unknown, Warnings: p.warnings}
 		f.Definition.Source = path
-		if err != nil {
+		if outside != "" {
+			f.Err = fmt.Sprintf("is a symbolic link to %s, outside the project", outside)
+		} else if err != nil {
 			f.Err = oneLineMessage(err)
-		} else if real, err := filepath.EvalSymlinks(path); src.project && (err != nil || !within(root, real)) {
-			f.Err = fmt.Sprintf("is a symbolic link to %s, outside the project", real)
 		} else if first, dup := byName[f.Definition.Name]; dup {
 			f.Err = fmt.Sprintf("name %q is already defined by %s", f.Definition.Name, first)
 		} else {

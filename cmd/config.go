@@ -11,6 +11,7 @@ import (
 
 	"github.com/stoke-cli/stoke/agents"
 	"github.com/stoke-cli/stoke/agents/hooks"
+	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/llm/price"
 	"github.com/stoke-cli/stoke/agents/secrets"
 	"github.com/stoke-cli/stoke/agents/tools"
@@ -80,16 +81,21 @@ type Config struct {
 	sources map[string]string
 }
 
-// LogValue keeps the API key out of logs.
+// LogValue keeps the API key, and the credentials a base URL may carry (user:password,
+// a query), out of logs.
 func (c Config) LogValue() slog.Value {
 	key := ""
 	if c.APIKey != "" {
 		key = "<redacted>"
 	}
+	baseURL := c.BaseURL
+	if baseURL != "" {
+		baseURL = llm.RedactURL(baseURL)
+	}
 	return slog.GroupValue(
 		slog.String("provider", c.Provider),
 		slog.String("model", c.Model),
-		slog.String("base-url", c.BaseURL),
+		slog.String("base-url", baseURL),
 		slog.String("api-key", key),
 		slog.String("scenario", c.Scenario),
 		slog.String("output-format", c.OutputFormat),
@@ -236,14 +242,37 @@ func (k ignoredKey) log(logger *slog.Logger) {
 
 // secretsPolicy is what keeps credentials out of child processes and tool results: the
 // provider keys, the variable the API key in use came from and env-deny are kept out of
-// their environment; the API key in use and the values of the provider key variables
-// are redacted.
-func (c *Config) secretsPolicy(lookupEnv func(string) (string, bool)) *secrets.Policy {
+// their environment; the API key in use and the values of the variables kept out (of
+// environ, the process environment) are redacted: a child that reads them elsewhere,
+// such as from stoke's own /proc/PID/environ, does not get them into a tool result.
+func (c *Config) secretsPolicy(lookupEnv func(string) (string, bool), environ []string) *secrets.Policy {
 	deny := slices.Clone(c.EnvDeny)
 	if src := c.sources["api-key"]; src != "" && !strings.HasPrefix(src, "--") && !strings.ContainsRune(src, filepath.Separator) {
 		deny = append(deny, src) // an environment variable
 	}
-	return secrets.New(secrets.Config{Deny: deny, Values: c.secretValues(lookupEnv)})
+	values := c.secretValues(lookupEnv)
+	denied := secrets.New(secrets.Config{Deny: deny})
+	for _, kv := range environ {
+		if name, v, _ := strings.Cut(kv, "="); denied.Denies(name) && !slices.Contains(values, v) {
+			values = append(values, v)
+		}
+	}
+	return secrets.New(secrets.Config{Deny: deny, Values: values})
+}
+
+// homeSecrets is the secrets policy of a command that handles stored sessions rather than
+// running one (stoke sessions export): what a run here would redact, from the
+// environment and the home settings (api-key, env-deny), without the project's.
+func homeSecrets(deps *Deps, home string) (*secrets.Policy, error) {
+	path := filepath.Join(home, settingsFile)
+	m, _, err := readSettings(path, settings())
+	if err != nil {
+		return nil, err
+	}
+	lists, _ := homeLists(path, m)
+	c := Config{EnvDeny: lists["env-deny"]}
+	c.APIKey, _ = m["api-key"].(string)
+	return c.secretsPolicy(deps.LookupEnv, deps.environ()), nil
 }
 
 // secretValues are the values nothing stoke records may hold: the API key in use and the

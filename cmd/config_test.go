@@ -530,13 +530,17 @@ func TestSecretsPolicy(t *testing.T) {
 	p := newTestProcess(t)
 	p.env["OPENAI_API_KEY"] = "sk-openai-0123456789"
 	p.env["ANTHROPIC_API_KEY"] = "sk-ant-0123456789"
+	p.env["AWS_SECRET_ACCESS_KEY"] = "aws-secret-0123456789"
+	p.env["GITHUB_TOKEN"] = "ghp-0123456789"
+	p.env["NOTHING"] = "not-a-secret-at-all"
 	p.homeSettings(t, "env-deny: [AWS_*, GITHUB_TOKEN]\n")
 	p.projectSettings(t, "env-deny: [NOTHING]\n")
 	cfg, err := p.config(t)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pol := cfg.secretsPolicy(func(k string) (string, bool) { v, ok := p.env[k]; return v, ok })
+	deps, _, _ := p.deps()
+	pol := cfg.secretsPolicy(deps.LookupEnv, deps.environ())
 	for name, want := range map[string]bool{
 		"OPENAI_API_KEY": true, "ANTHROPIC_API_KEY": true, "STOKE_API_KEY": true, "AWS_SECRET_ACCESS_KEY": true,
 		"GITHUB_TOKEN": true, "NOTHING": false, "PATH": false,
@@ -545,7 +549,32 @@ func TestSecretsPolicy(t *testing.T) {
 			t.Errorf("Denies(%s) = %v, want %v", name, got, want)
 		}
 	}
-	if got := pol.Redact("a sk-openai-0123456789 b sk-ant-0123456789"); got != "a [REDACTED] b [REDACTED]" {
-		t.Errorf("Redact = %q", got)
+	// The denied variables' values are redacted too: a child that reads them from
+	// stoke's own /proc/PID/environ must not get them into a tool result.
+	got := pol.Redact("a sk-openai-0123456789 b sk-ant-0123456789 c aws-secret-0123456789 d ghp-0123456789 e not-a-secret-at-all")
+	if want := "a [REDACTED] b [REDACTED] c [REDACTED] d [REDACTED] e not-a-secret-at-all"; got != want {
+		t.Errorf("Redact = %q, want %q", got, want)
+	}
+}
+
+// A project may turn on debug logging; the configuration it logs keeps the credentials a
+// base URL may carry (a proxy's user:password, a key in the query) out of the log.
+func TestDebugLogHidesBaseURLCredentials(t *testing.T) {
+	t.Parallel()
+	p := newTestProcess(t)
+	p.env["OPENAI_API_KEY"] = "sk-openai-0123456789"
+	p.env["STOKE_BASE_URL"] = "https://ci:pw-0123456789@proxy.example/v1?key=q-0123456789"
+	p.projectSettings(t, "debug: true\n")
+	got := p.run(t, "-p", "hi")
+	if got.code != 0 {
+		t.Fatalf("exit %d: %s", got.code, got.stderr)
+	}
+	if !strings.Contains(got.stderr, "starting run") || !strings.Contains(got.stderr, "proxy.example") {
+		t.Fatalf("want the debug log of the run's configuration:\n%s", got.stderr)
+	}
+	for _, secret := range []string{"pw-0123456789", "q-0123456789", "sk-openai"} {
+		if strings.Contains(got.stderr, secret) {
+			t.Errorf("the log holds %q:\n%s", secret, got.stderr)
+		}
 	}
 }

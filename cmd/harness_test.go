@@ -56,11 +56,18 @@ func (p *testProcess) deps() (*Deps, *bytes.Buffer, *bytes.Buffer) {
 		ErrOut:          &errOut,
 		StdinIsTerminal: func() bool { return p.tty },
 		LookupEnv:       func(k string) (string, bool) { v, ok := p.env[k]; return v, ok },
-		Getwd:           func() (string, error) { return p.cwd, nil },
-		UserHomeDir:     func() (string, error) { return p.userHome, nil },
-		NewSessionID:    func() string { return fixedSessionID },
-		Viper:           viper.New(),
-		Version:         "1.2.3",
+		Environ: func() []string {
+			var env []string
+			for k, v := range p.env {
+				env = append(env, k+"="+v)
+			}
+			return env
+		},
+		Getwd:        func() (string, error) { return p.cwd, nil },
+		UserHomeDir:  func() (string, error) { return p.userHome, nil },
+		NewSessionID: func() string { return fixedSessionID },
+		Viper:        viper.New(),
+		Version:      "1.2.3",
 	}, &out, &errOut
 }
 

@@ -39,9 +39,11 @@ type Deps struct {
 	// StdinIsTerminal reports whether In is an interactive terminal, from which no
 	// prompt is read.
 	StdinIsTerminal func() bool
-	// LookupEnv reads the environment (os.LookupEnv in production). Nothing in cmd reads
-	// the process environment any other way.
+	// LookupEnv reads the environment (os.LookupEnv in production), and Environ lists it
+	// (os.Environ; nil: an empty list). Nothing in cmd reads the process environment any
+	// other way.
 	LookupEnv func(key string) (string, bool)
+	Environ   func() []string
 	// Getwd returns the workspace root and the directory of the project settings.
 	Getwd func() (string, error)
 	// UserHomeDir locates ~/.stoke when STOKE_HOME is not set.
@@ -57,6 +59,14 @@ type Deps struct {
 	Version string
 }
 
+// environ is the process environment, NAME=value entries (none when Environ is nil).
+func (d *Deps) environ() []string {
+	if d.Environ == nil {
+		return nil
+	}
+	return d.Environ()
+}
+
 // RunFunc runs one headless session. It is headless.Run outside tests.
 type RunFunc func(ctx context.Context, opts headless.Options) error
 
@@ -68,6 +78,7 @@ func Execute() int {
 		ErrOut:          os.Stderr,
 		StdinIsTerminal: stdinIsTerminal,
 		LookupEnv:       os.LookupEnv,
+		Environ:         os.Environ,
 		Getwd:           os.Getwd,
 		UserHomeDir:     os.UserHomeDir,
 		NewSessionID:    uuid.NewString,

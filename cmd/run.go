@@ -105,7 +105,7 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, args []strin
 		BackgroundAgents: !cfg.NoBackgroundAgents,
 		Bare:             cfg.Bare,
 		TrustProject:     cfg.Trusted,
-		Secrets:          cfg.secretsPolicy(deps.LookupEnv),
+		Secrets:          cfg.secretsPolicy(deps.LookupEnv, deps.environ()),
 		Prices:           price.Default().With(cfg.Prices),
 		Hooks:            cfg.Hooks,
 		MCP:              mcpOpts,

@@ -24,6 +24,9 @@ type SessionsExportOptions struct {
 	ID string
 	// Output is the archive's path ("-": stdout; default <ID>.tar.gz in CWD).
 	Output string
+	// Redact is applied to every line of the archive's files (nil: none): what a run
+	// here redacts (homeSecrets), which the run that wrote the session may not have.
+	Redact func(string) string
 }
 
 // NewCmdSessionsExport returns `stoke sessions export ID [-o FILE]`, which calls runF
@@ -38,7 +41,8 @@ func NewCmdSessionsExport(deps *Deps, runF func(context.Context, SessionsExportO
 		Short: "Write a session to one archive (tar.gz) to carry it to another machine or CI job",
 		Long: `Write the session's files (session.json, the parent's transcript, every agent's
 transcript and sidecar) to one gzip-compressed tar archive, with paths relative to the
-session. stoke sessions import unpacks it under another STOKE_HOME and binds it to the
+session. The secrets a run here redacts (the provider keys and the env-deny variables of
+this environment, the api-key of the home settings) are redacted in the archive too. stoke sessions import unpacks it under another STOKE_HOME and binds it to the
 directory it is run in. The archive is written to SESSION_ID.tar.gz unless -o names a
 file (- for stdout); its path is printed. Export only reads the session.`,
 		Args: exactArgs(1, "SESSION_ID"),
@@ -47,7 +51,11 @@ file (- for stdout); its path is printed. Export only reads the session.`,
 			if err != nil {
 				return err
 			}
-			opts.Out, opts.Home, opts.CWD, opts.ID = deps.Out, home, cwd, args[0]
+			pol, err := homeSecrets(deps, home)
+			if err != nil {
+				return err
+			}
+			opts.Out, opts.Home, opts.CWD, opts.ID, opts.Redact = deps.Out, home, cwd, args[0], pol.Redact
 			return runF(c.Context(), opts)
 		},
 	}
@@ -63,7 +71,7 @@ func exportSession(_ context.Context, opts SessionsExportOptions) error {
 		return usageErrorf("export: %v", err)
 	}
 	if opts.Output == "-" {
-		return store.Export(opts.Out, found)
+		return store.Export(opts.Out, found, opts.Redact)
 	}
 	path := opts.Output
 	if path == "" {
@@ -77,7 +85,7 @@ func exportSession(_ context.Context, opts SessionsExportOptions) error {
 		return fmt.Errorf("export: %w", err)
 	}
 	defer os.Remove(tmp.Name())
-	err = store.Export(tmp, found)
+	err = store.Export(tmp, found, opts.Redact)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}

@@ -122,6 +122,50 @@ func (c ServerConfig) secrets() []string {
 	return out
 }
 
+// credentials returns the values of c that are credentials, to be cut out of what the
+// server hands back (its tool results): the values of the env entries and headers whose
+// names name a credential (credentialName), and the token of "Bearer <token>", the passwords of URLs in env values, and the
+// URL's password and query values. The other env values (paths, log levels, endpoints)
+// stay: cutting them out would mangle the results that mention them.
+func (c ServerConfig) credentials() []string {
+	var out []string
+	for _, m := range []map[string]string{c.Env, c.Headers} {
+		for k, v := range m {
+			if credentialName(k) {
+				out = append(out, v)
+				if _, cred, ok := strings.Cut(v, " "); ok { // "Bearer <token>": the token alone too
+					out = append(out, strings.TrimSpace(cred))
+				}
+			} else if u, err := url.Parse(v); err == nil {
+				if p, ok := u.User.Password(); ok {
+					out = append(out, p)
+				}
+			}
+		}
+	}
+	if u, err := url.Parse(c.URL); err == nil && c.URL != "" {
+		if p, ok := u.User.Password(); ok {
+			out = append(out, p)
+		}
+		for _, vs := range u.Query() {
+			out = append(out, vs...)
+		}
+	}
+	return out
+}
+
+// credentialName reports whether an env variable or header of that name holds a
+// credential: GITHUB_TOKEN, BRAVE_API_KEY, Authorization, X-Api-Key, DB_PASSWORD, ...
+func credentialName(name string) bool {
+	n := strings.ToLower(name)
+	for _, w := range []string{"auth", "token", "key", "secret", "pass", "credential", "cookie", "private"} {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
+}
+
 // normalize maps the transport names other clients write to ours.
 func (c ServerConfig) normalize() ServerConfig {
 	switch strings.ToLower(strings.TrimSpace(c.Type)) {

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/stoke-cli/stoke/agents/secrets"
 )
 
 // The statuses of a server, as system/init reports them.
@@ -83,6 +85,10 @@ type Manager struct {
 type server struct {
 	name string
 	conf ServerConfig
+	// creds cuts the configuration's credentials (ServerConfig.credentials) out of what
+	// the server hands back: a server that echoes its token must not put it in a
+	// transcript, an event or a trace.
+	creds *secrets.Policy
 	// started is set (under Manager.mu) when its start begins; done is closed when the
 	// start has finished, after which session, tools, stop and err do not change.
 	started bool
@@ -120,7 +126,7 @@ func NewManager(opts Options) *Manager {
 			&sdk.ClientOptions{Capabilities: &sdk.ClientCapabilities{}}),
 	}
 	for name, c := range opts.Servers {
-		m.servers[name] = &server{name: name, conf: c, done: make(chan struct{})}
+		m.servers[name] = newServer(name, c)
 	}
 	return m
 }
@@ -140,8 +146,12 @@ func (m *Manager) Add(name string, c ServerConfig) error {
 		}
 		return fmt.Errorf("server %q (%s): %w (%s)", name, c.Source, ErrConflict, s.conf.Source)
 	}
-	m.servers[name] = &server{name: name, conf: c, done: make(chan struct{})}
+	m.servers[name] = newServer(name, c)
 	return nil
+}
+
+func newServer(name string, c ServerConfig) *server {
+	return &server{name: name, conf: c, creds: secrets.New(secrets.Config{Values: c.credentials()}), done: make(chan struct{})}
 }
 
 // Has reports whether name is registered.

@@ -344,3 +344,28 @@ func TestFailedHTTPStartHidesURLCredentials(t *testing.T) {
 		t.Errorf("the error shows the URL's credentials: %s", st.Error)
 	}
 }
+
+func TestResultsHideTheServersCredentials(t *testing.T) {
+	// A server that hands back its own credentials (its env, the headers it was sent, a
+	// URL's password) must not put them in a tool result: the result goes to the model,
+	// the events, the transcripts and the traces.
+	const token, password = "Bearer hdr-s3cret-value", "url-passw0rd"
+	p := newInproc()
+	conf := ServerConfig{Type: TransportHTTP, URL: "https://user:" + password + "@mcp.example/mcp",
+		Headers: map[string]string{"Authorization": token, "X-Api-Key": "abc", "Accept": "application/json"}, Source: "test"}
+	m := NewManager(Options{Servers: map[string]ServerConfig{"a": conf}, Dial: p.dial, StartTimeout: 10 * time.Second})
+	t.Cleanup(m.Close)
+	ts := m.Tools(t.Context(), "a")
+	res := run(t, t.Context(), ts, "mcp__a__echo", `{"message":"auth=`+token+` bare=hdr-s3cret-value pw=`+password+` short=abc accept=application/json"}`)
+	if res.IsError {
+		t.Fatalf("echo: %+v", res)
+	}
+	if strings.Contains(res.Content, "hdr-s3cret") || strings.Contains(res.Content, password) {
+		t.Errorf("the result holds a credential of the server's configuration: %q", res.Content)
+	}
+	// A value shorter than 8 characters is no secret worth the name; a header that names
+	// no credential is no secret.
+	if want := "echo: auth=[REDACTED] bare=[REDACTED] pw=[REDACTED] short=abc accept=application/json"; res.Content != want {
+		t.Errorf("result = %q, want %q", res.Content, want)
+	}
+}

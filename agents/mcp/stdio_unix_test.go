@@ -105,3 +105,25 @@ func TestStdioFailedStartReportsStderrWithoutSecrets(t *testing.T) {
 		t.Errorf("missing = %+v, want failed naming the command", missing)
 	}
 }
+
+func TestStdioServerEnvStaysOutOfResults(t *testing.T) {
+	const secret = "s3cr3t-token-value"
+	m := NewManager(Options{
+		Servers: map[string]ServerConfig{"proc": testServer("serve", map[string]string{"SECRET_TOKEN": secret})},
+		Env:     []string{"PATH=" + os.Getenv("PATH"), "INHERITED=base-value"},
+		Dir:     t.TempDir(),
+	})
+	defer m.Close()
+	res := run(t, t.Context(), m.Tools(t.Context(), "proc"), "mcp__proc__env", `{}`)
+	if res.IsError {
+		t.Fatalf("env: %+v (status %+v)", res, m.Statuses())
+	}
+	if strings.Contains(res.Content, secret) {
+		t.Errorf("the server's configured secret is in its tool result:\n%s", res.Content)
+	}
+	for _, kv := range []string{"SECRET_TOKEN=[REDACTED]", "INHERITED=base-value"} {
+		if !strings.Contains(res.Content, kv) {
+			t.Errorf("the result lacks %s:\n%s", kv, res.Content)
+		}
+	}
+}

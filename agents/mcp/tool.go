@@ -88,7 +88,7 @@ func (t *Tool) Run(ctx context.Context, call tools.Call) tools.Result {
 		}
 		return tools.Errorf("MCP server %q: %s failed: %s", t.server.name, t.name, msg)
 	}
-	return tools.Result{Content: resultText(res), IsError: res.IsError}
+	return tools.Result{Content: t.server.creds.Redact(resultText(res)), IsError: res.IsError}
 }
 
 // inputSchema is the schema the model is given: the server's, without a $schema key

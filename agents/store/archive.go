@@ -2,6 +2,7 @@ package store
 
 import (
 	"archive/tar"
+	"bufio"
 	"compress/gzip"
 	"encoding/json"
 	"errors"
@@ -33,7 +34,11 @@ const (
 // anything else stay out. session.json is written from st.Info (as Find or List read it:
 // rebuilt when the file is unreadable). Export only reads the session and takes no lock:
 // the archive holds what a run still writing the session has written so far.
-func Export(w io.Writer, st Stored) error {
+//
+// redact, when not nil, is applied to every line of every file (a secret never spans
+// lines: the files are JSON and JSONL): a session may hold a secret that the run that
+// wrote it did not know as one.
+func Export(w io.Writer, st Stored, redact func(string) string) error {
 	s, info := st.Session, st.Info
 	gz := gzip.NewWriter(w)
 	tw := tar.NewWriter(gz)
@@ -43,13 +48,16 @@ func Export(w io.Writer, st Stored) error {
 		return fmt.Errorf("export: %w", err)
 	}
 	data = append(data, '\n')
+	if redact != nil {
+		data = []byte(redact(string(data)))
+	}
 	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: infoFile, Mode: 0o600, Size: int64(len(data)), ModTime: now}); err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
 	if _, err := tw.Write(data); err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
-	if err := addFile(tw, filepath.Join(s.dir, parentTranscript), parentTranscript); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := addFile(tw, filepath.Join(s.dir, parentTranscript), parentTranscript, redact); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("export: %w", err)
 	}
 	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: agentsDir + "/", Mode: 0o700, ModTime: now}); err != nil {
@@ -64,7 +72,7 @@ func Export(w io.Writer, st Stored) error {
 		if !e.Type().IsRegular() || !(taskFile(name, transcriptSuffix) || taskFile(name, sidecarSuffix)) {
 			continue
 		}
-		if err := addFile(tw, filepath.Join(s.dir, agentsDir, name), agentsDir+"/"+name); err != nil {
+		if err := addFile(tw, filepath.Join(s.dir, agentsDir, name), agentsDir+"/"+name, redact); err != nil {
 			return fmt.Errorf("export: %w", err)
 		}
 	}
@@ -77,9 +85,10 @@ func Export(w io.Writer, st Stored) error {
 	return nil
 }
 
-// addFile writes the regular file at src into the archive as name. The size is the
-// file's as it is opened: a transcript that grows meanwhile is cut there.
-func addFile(tw *tar.Writer, src, name string) error {
+// addFile writes the regular file at src into the archive as name, each line through
+// redact when it is not nil. The size is the file's as it is opened: a transcript that
+// grows meanwhile is cut there.
+func addFile(tw *tar.Writer, src, name string, redact func(string) string) error {
 	f, err := os.Open(src)
 	if err != nil {
 		return err
@@ -89,12 +98,48 @@ func addFile(tw *tar.Writer, src, name string) error {
 	if err != nil {
 		return err
 	}
-	hdr := &tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o600, Size: st.Size(), ModTime: st.ModTime().UTC().Truncate(time.Second)}
+	size := st.Size()
+	if redact != nil {
+		// The header comes first: a pass to learn the redacted size, then the copy.
+		if size, err = copyLines(io.Discard, io.LimitReader(f, st.Size()), redact); err != nil {
+			return err
+		}
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+	}
+	hdr := &tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o600, Size: size, ModTime: st.ModTime().UTC().Truncate(time.Second)}
 	if err := tw.WriteHeader(hdr); err != nil {
 		return err
 	}
-	_, err = io.CopyN(tw, f, st.Size())
+	if redact == nil {
+		_, err = io.CopyN(tw, f, size)
+		return err
+	}
+	_, err = copyLines(tw, io.LimitReader(f, st.Size()), redact)
 	return err
+}
+
+// copyLines copies r to w line by line through redact and returns the bytes written.
+func copyLines(w io.Writer, r io.Reader, redact func(string) string) (int64, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var n int64
+	for {
+		line, err := br.ReadString('\n')
+		if line != "" {
+			m, werr := io.WriteString(w, redact(line))
+			n += int64(m)
+			if werr != nil {
+				return n, werr
+			}
+		}
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
 }
 
 // ImportOptions say where an archive is unpacked.

@@ -16,7 +16,7 @@ func TestExportImport(t *testing.T) {
 	home, cwd := t.TempDir(), "/work/repo"
 	src, info := sampleSession(t, home, cwd)
 	var archive bytes.Buffer
-	if err := Export(&archive, Stored{Session: src, Info: info}); err != nil {
+	if err := Export(&archive, Stored{Session: src, Info: info}, nil); err != nil {
 		t.Fatal(err)
 	}
 	names := tarNames(t, archive.Bytes())
@@ -52,6 +52,32 @@ func TestExportImport(t *testing.T) {
 	// Again: the id is taken.
 	if _, _, err := Import(bytes.NewReader(archive.Bytes()), ImportOptions{Home: home2, CWD: "/x"}); !errors.Is(err, ErrExists) {
 		t.Errorf("second import: %v", err)
+	}
+}
+
+// Export redacts every file line by line, and the archive still imports: each entry's
+// size is the redacted size.
+func TestExportRedacts(t *testing.T) {
+	t.Parallel()
+	home, cwd := t.TempDir(), "/work/repo"
+	src, info := sampleSession(t, home, cwd)
+	redact := strings.NewReplacer("NONCE-1", "[REDACTED]", "m1", "[REDACTED]").Replace
+	var archive bytes.Buffer
+	if err := Export(&archive, Stored{Session: src, Info: info}, redact); err != nil {
+		t.Fatal(err)
+	}
+	st, _, err := Import(bytes.NewReader(archive.Bytes()), ImportOptions{Home: t.TempDir(), CWD: cwd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := files(t, st.String())
+	for _, name := range []string{"session.json", "session.jsonl", "agents/a0123456789abcdef.jsonl"} {
+		if strings.Contains(got[name], "NONCE-1") || !strings.Contains(got[name], "[REDACTED]") {
+			t.Errorf("%s is not redacted: %s", name, got[name])
+		}
+	}
+	if tr := got["agents/a0123456789abcdef.jsonl"]; !strings.Contains(tr, `"Remember [REDACTED]"`) {
+		t.Errorf("task transcript: %s", tr)
 	}
 }
 

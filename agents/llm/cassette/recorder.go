@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"iter"
 	"os"
 	"path/filepath"
@@ -92,7 +93,14 @@ func Record(inner llm.Model, cfg RecordConfig) (*Recorder, error) {
 	if len(pairs) > 0 {
 		r.redact = strings.NewReplacer(pairs...)
 	}
-	f, err := os.OpenFile(cfg.Path+PartialSuffix, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	// A new file, never one already there: a FILE.partial a checkout holds may be a
+	// symbolic link to a file elsewhere, which the recording would overwrite and Close
+	// would rename into FILE.
+	partial := cfg.Path + PartialSuffix
+	if err := os.Remove(partial); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: record: %w", llm.ErrBadConfig, err)
+	}
+	f, err := os.OpenFile(partial, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("%w: record: %w", llm.ErrBadConfig, err)
 	}

@@ -169,6 +169,30 @@ rules:
 	}
 }
 
+// A checkout may hold FILE.partial as a symbolic link to a file elsewhere: recording to
+// FILE must not write through it.
+func TestRecordDoesNotWriteThroughALinkedPartial(t *testing.T) {
+	t.Parallel()
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("precious\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.Symlink(victim, path+PartialSuffix); err != nil {
+		t.Fatal(err)
+	}
+	record(t, mustScenario(t, lookScenario), path, RecordConfig{}, "main.go", "package main")
+	if data, err := os.ReadFile(victim); err != nil || string(data) != "precious\n" {
+		t.Errorf("the link's target was written: %q, %v", data, err)
+	}
+	if fi, err := os.Lstat(path); err != nil || !fi.Mode().IsRegular() {
+		t.Fatalf("the cassette is not a regular file: %v, %v", fi, err)
+	}
+	if f, partial, err := Load(path); err != nil || partial || len(f.Rules) != 2 {
+		t.Errorf("the cassette: %v, partial %v", err, partial)
+	}
+}
+
 func TestPartialCassetteKeepsWholeEntries(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "c.yaml")
