@@ -244,17 +244,6 @@ func (r *Registry) List() []Row {
 	return out
 }
 
-// Running reports how many turns are running, scheduled or queued. Safe for concurrent use.
-func (r *Registry) Running() int {
-	n := 0
-	for _, row := range r.rows() {
-		if row.Status.Active() {
-			n++
-		}
-	}
-	return n
-}
-
 // Unsettled reports how many tasks are running or have a notification not yet delivered.
 // Safe for concurrent use; it drops to zero before Lifecycle.TurnSettled of the last turn.
 func (r *Registry) Unsettled() int {

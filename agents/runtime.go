@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -434,9 +433,4 @@ func (r *Runtime) runTools(ctx context.Context, uses []llm.Block) llm.Message {
 	r.stats.ToolUses += len(uses)
 	r.stats.LastTool = uses[len(uses)-1].Name
 	return llm.Message{Role: llm.RoleUser, Content: out}
-}
-
-// IsCancelled reports whether err comes from a cancelled context.
-func IsCancelled(err error) bool {
-	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }

@@ -148,37 +148,6 @@ func TestProviderEnvironment(t *testing.T) {
 	}
 }
 
-func TestProviderDefault(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		args []string
-		env  map[string]string
-		want string
-	}{
-		{nil, nil, providerOpenAI},
-		{[]string{"--scenario", "s.yaml"}, nil, providerScripted},
-		{nil, map[string]string{"STOKE_SCENARIO": "s.yaml"}, providerScripted},
-		{[]string{"--scenario", "s.yaml", "--provider", "openai"}, nil, providerOpenAI},
-		{nil, map[string]string{"STOKE_PROVIDER": "anthropic"}, providerAnthropic},
-	}
-	for _, tt := range tests {
-		t.Run(fmt.Sprint(tt.args, tt.env), func(t *testing.T) {
-			t.Parallel()
-			p := newTestProcess(t)
-			for k, v := range tt.env {
-				p.env[k] = v
-			}
-			cfg, err := p.config(t, tt.args...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if cfg.Provider != tt.want {
-				t.Errorf("provider = %q, want %q", cfg.Provider, tt.want)
-			}
-		})
-	}
-}
-
 func TestBareSkipsProjectSettings(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

@@ -15,7 +15,11 @@ func TestDefaultProvider(t *testing.T) {
 		want     string
 	}{
 		{name: "nothing set", want: providerOpenAI},
-		{name: "a scenario", args: []string{"--scenario", "s.yaml"}, env: map[string]string{"ANTHROPIC_API_KEY": "sk-ant"}, want: providerScripted},
+		{name: "a scenario", args: []string{"--scenario", "s.yaml"}, want: providerScripted},
+		{name: "a scenario beats ANTHROPIC_API_KEY", args: []string{"--scenario", "s.yaml"}, env: map[string]string{"ANTHROPIC_API_KEY": "sk-ant"}, want: providerScripted},
+		{name: "STOKE_SCENARIO", env: map[string]string{"STOKE_SCENARIO": "s.yaml"}, want: providerScripted},
+		{name: "--provider beats a scenario", args: []string{"--scenario", "s.yaml", "--provider", "openai"}, want: providerOpenAI},
+		{name: "STOKE_PROVIDER", env: map[string]string{"STOKE_PROVIDER": "anthropic"}, want: providerAnthropic},
 		{name: "only ANTHROPIC_API_KEY", env: map[string]string{"ANTHROPIC_API_KEY": "sk-ant"}, want: providerAnthropic},
 		{name: "only ANTHROPIC_BASE_URL", env: map[string]string{"ANTHROPIC_BASE_URL": "http://proxy"}, want: providerAnthropic},
 		{name: "an empty ANTHROPIC_API_KEY", env: map[string]string{"ANTHROPIC_API_KEY": ""}, want: providerOpenAI},

@@ -6,30 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/headless/sdkhost"
+	"github.com/stoke-cli/stoke/streamjson/streamjsontest"
 )
-
-// syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // parentRunsX is a scenario in which the parent runs the subagent "x" in the foreground
 // and answers with its result; xRules are the subagent's rules.
@@ -101,7 +83,7 @@ func TestAgentModeCeiling(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var out bytes.Buffer
-			var logs syncBuffer
+			var logs streamjsontest.SyncBuffer
 			o := opts(t, model(t, agentShellScenario), &out)
 			o.ApprovalMode = tt.runMode
 			o.Logger = slog.New(slog.NewTextHandler(&logs, nil))

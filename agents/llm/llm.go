@@ -133,6 +133,18 @@ type ToolSpec struct {
 	Parameters  json.RawMessage `json:"parameters"`
 }
 
+// SanitizeName replaces every character of s other than ASCII letters, digits, _ and -
+// with _: what model APIs accept in tool names and tool-call ids.
+func SanitizeName(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-':
+			return r
+		}
+		return '_'
+	}, s)
+}
+
 // Request is one model call.
 type Request struct {
 	// Agent names who is asking: "parent" for the top-level agent, else the subagent type.

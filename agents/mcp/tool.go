@@ -25,21 +25,11 @@ const maxResultChars = 100_000
 // every character other than ASCII letters, digits, _ and - replaced by _ (the names
 // model APIs accept).
 func ToolName(server, tool string) string {
-	return Prefix + sanitize(server) + "__" + sanitize(tool)
+	return Prefix + llm.SanitizeName(server) + "__" + llm.SanitizeName(tool)
 }
 
 // ServerPrefix is the start of the names of server's tools: mcp__<server>__.
-func ServerPrefix(server string) string { return Prefix + sanitize(server) + "__" }
-
-func sanitize(s string) string {
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-':
-			return r
-		}
-		return '_'
-	}, s)
-}
+func ServerPrefix(server string) string { return Prefix + llm.SanitizeName(server) + "__" }
 
 // Tool is one tool of a connected server, as a tools.Tool. It is not gated: the caller
 // wraps it in the approval of command-running tools.

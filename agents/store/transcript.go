@@ -147,9 +147,6 @@ func truncateSync(f *os.File, size int64) error {
 	return f.Sync()
 }
 
-// Path is the file's path.
-func (t *Transcript) Path() string { return t.path }
-
 // empty reports whether nothing has been written to the file yet.
 func (t *Transcript) empty() bool {
 	t.mu.Lock()

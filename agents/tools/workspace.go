@@ -178,9 +178,6 @@ func (w *Workspace) With(opts ...Option) *Workspace {
 	return &c
 }
 
-// Secrets returns the secrets policy the tools apply (nil when none was set).
-func (w *Workspace) Secrets() *secrets.Policy { return w.secrets }
-
 // Tools returns the workspace tools, gated by the approval mode: all six when allow is
 // empty, else those allow names (stoke's names or Claude Code's, see CanonicalName), in
 // the order of WorkspaceToolNames. Names that match no workspace tool are returned as

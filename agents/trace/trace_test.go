@@ -15,6 +15,8 @@ import (
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"go.uber.org/goleak"
+
+	"github.com/stoke-cli/stoke/streamjson/streamjsontest"
 )
 
 // shutdown flushes tr the way the CLI does: a context that survives the run's, bounded.
@@ -252,8 +254,8 @@ func TestSetupErrors(t *testing.T) {
 // TestConsoleExporter: OTEL_TRACES_EXPORTER=console writes OTLP JSON lines to the
 // console writer (stderr in the CLI).
 func TestConsoleExporter(t *testing.T) {
-	var console bytes.Buffer
-	cfg, err := ConfigFromEnv(envOf(map[string]string{"OTEL_TRACES_EXPORTER": "console"}), &syncWriter{w: &console})
+	var console streamjsontest.SyncBuffer
+	cfg, err := ConfigFromEnv(envOf(map[string]string{"OTEL_TRACES_EXPORTER": "console"}), &console)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +267,7 @@ func TestConsoleExporter(t *testing.T) {
 	sc := playScenario(tr.Tracer())
 	shutdown(t, tr)
 	var reqs []*coltracepb.ExportTraceServiceRequest
-	for line := range bytes.Lines(console.Bytes()) {
+	for line := range bytes.Lines([]byte(console.String())) {
 		reqs = append(reqs, decodeTraces(t, bytes.TrimSpace(line), "application/json"))
 	}
 	checkScenario(t, reqs, sc, "stoke-console")
@@ -273,11 +275,8 @@ func TestConsoleExporter(t *testing.T) {
 
 // logLines returns a logger writing to a buffer, and the buffer's lines.
 func logLines() (*slog.Logger, func() []string) {
-	var buf bytes.Buffer
-	w := &syncWriter{w: &buf}
-	return slog.New(slog.NewTextHandler(w, nil)), func() []string {
-		w.mu.Lock()
-		defer w.mu.Unlock()
+	var buf streamjsontest.SyncBuffer
+	return slog.New(slog.NewTextHandler(&buf, nil)), func() []string {
 		return strings.Split(strings.TrimSpace(buf.String()), "\n")
 	}
 }

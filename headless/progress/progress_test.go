@@ -1,11 +1,9 @@
 package progress
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -16,27 +14,10 @@ import (
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/llm/price"
 	"github.com/stoke-cli/stoke/streamjson"
+	"github.com/stoke-cli/stoke/streamjson/streamjsontest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// buffer is a goroutine-safe bytes.Buffer.
-type buffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *buffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *buffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
 
 // run plays a run's events: the parent launches two background agents (one refused, one
 // queued behind it), both run; one completes, one fails.
@@ -66,7 +47,7 @@ func events() []streamjson.Event {
 // TestPlain: one line per agent start, finish and failure, the heartbeat, nothing else.
 func TestPlain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var out buffer
+		var out streamjsontest.SyncBuffer
 		r := New(Config{Mode: ModePlain, Out: &out, Prices: price.Default()})
 		r.Start()
 		for _, ev := range events() {
@@ -95,7 +76,7 @@ func TestPlain(t *testing.T) {
 // steps aside for log lines, and is erased at Stop.
 func TestLive(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var out buffer
+		var out streamjsontest.SyncBuffer
 		var width atomic.Int64
 		width.Store(60)
 		r := New(Config{Mode: ModeAuto, Out: &out, Terminal: true, Width: func() int { return int(width.Load()) }, Prices: price.Default()})
@@ -140,7 +121,7 @@ func TestQuiet(t *testing.T) {
 		"auto without a terminal": {Mode: ModeAuto},
 	} {
 		t.Run(name, func(t *testing.T) {
-			var out buffer
+			var out streamjsontest.SyncBuffer
 			cfg.Out = &out
 			r := New(cfg)
 			r.Start()

@@ -57,11 +57,17 @@ func (v *validator) assistant(c *checker) {
 	v.agentLine(c)
 }
 
-func assistantBlock(c *checker, path string) {
+// blockType checks that the content block at path is an object with a type, and
+// returns the type.
+func blockType(c *checker, path string) (string, bool) {
 	if !c.object(path) {
-		return
+		return "", false
 	}
-	typ, ok := c.nonEmpty(path + ".type")
+	return c.nonEmpty(path + ".type")
+}
+
+func assistantBlock(c *checker, path string) {
+	typ, ok := blockType(c, path)
 	if !ok {
 		return
 	}
@@ -101,10 +107,7 @@ func (v *validator) user(c *checker) {
 }
 
 func userBlock(c *checker, path string) {
-	if !c.object(path) {
-		return
-	}
-	typ, ok := c.nonEmpty(path + ".type")
+	typ, ok := blockType(c, path)
 	if !ok {
 		return
 	}

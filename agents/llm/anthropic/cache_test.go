@@ -14,6 +14,7 @@ import (
 
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/llm/anthropic/anthropictest"
+	"github.com/stoke-cli/stoke/agents/llm/llmtest"
 	"github.com/stoke-cli/stoke/agents/llm/scripted"
 )
 
@@ -68,31 +69,13 @@ func (a *agent) turn(tb testing.TB, user string) {
 // a hot agent talking to it through the provider.
 func newAgent(tb testing.TB, src string, req llm.Request, results func(llm.Block) string) (*agent, *anthropictest.Server) {
 	tb.Helper()
-	s, err := scripted.Parse("inline.yaml", []byte(src))
-	if err != nil {
-		tb.Fatalf("scripted.Parse: %v", err)
-	}
-	srv := anthropictest.New(scripted.New(s), anthropictest.WithAPIKey(testKey))
+	srv := anthropictest.New(scripted.New(mustScenario(tb, src)), anthropictest.WithAPIKey(testKey))
 	tb.Cleanup(srv.Close)
 	m, err := New(Config{APIKey: testKey, BaseURL: srv.URL(), Model: "claude-test", MaxRetries: 0, HTTPClient: srv.Client()})
 	if err != nil {
 		tb.Fatalf("New: %v", err)
 	}
 	return &agent{m: m, req: req, results: results}, srv
-}
-
-// agentTools is a realistic tool list.
-func agentTools() []llm.ToolSpec {
-	var tools []llm.ToolSpec
-	for _, name := range []string{"read_file", "write_file", "edit", "glob", "grep", "shell"} {
-		tools = append(tools, llm.ToolSpec{
-			Name:        name,
-			Description: strings.Repeat("Does "+name+" in the workspace. ", 12),
-			Parameters: json.RawMessage(`{"type":"object","properties":{"file_path":{"type":"string","description":"` +
-				strings.Repeat("a path relative to the workspace root ", 4) + `"},"limit":{"type":"integer"}},"required":["file_path"]}`),
-		})
-	}
-	return tools
 }
 
 const explorerScenario = `
@@ -115,7 +98,7 @@ func TestPromptCacheHotAgent(t *testing.T) {
 	a, srv := newAgent(t, explorerScenario, llm.Request{
 		Agent:  "explorer",
 		System: "You are a subagent.\nAgent type: explorer.\n" + strings.Repeat("Follow the house rules. ", 100),
-		Tools:  agentTools(),
+		Tools:  llmtest.AgentTools(),
 	}, func(llm.Block) string { return strings.Repeat("notes line\n", 200) })
 
 	a.turn(t, "Remember NONCE-7F3A9 and read notes.txt") // turn 1: two calls (a tool round)
@@ -172,7 +155,7 @@ func TestPromptCacheLongToolRound(t *testing.T) {
 		fmt.Fprintf(&yaml, "        - {name: read_file, input: {file_path: f%d.txt}}\n", i)
 	}
 	yaml.WriteString("  - reply: {text: done}\n")
-	a, srv := newAgent(t, yaml.String(), llm.Request{System: "s", Tools: agentTools()},
+	a, srv := newAgent(t, yaml.String(), llm.Request{System: "s", Tools: llmtest.AgentTools()},
 		func(c llm.Block) string { return "contents of " + string(c.Input) })
 	a.turn(t, "read them all")
 	total1 := a.usages[0].InputTokens + a.usages[0].CacheCreationInputTokens + a.usages[0].CacheReadInputTokens
@@ -253,7 +236,7 @@ func cacheSaving(tb testing.TB, turns int) (hot, cold int64) {
 	a, _ := newAgent(tb, savingScenario, llm.Request{
 		Agent:  "general-purpose",
 		System: strings.Repeat("You are a careful engineer working in a CI pipeline. ", 80),
-		Tools:  agentTools(),
+		Tools:  llmtest.AgentTools(),
 	}, func(c llm.Block) string {
 		return "package main\n" + strings.Repeat("// a line of "+string(c.Input)+"\n", 40)
 	})

@@ -1,7 +1,6 @@
 package anthropic
 
 import (
-	"errors"
 	"strings"
 	"testing"
 
@@ -15,11 +14,7 @@ import (
 // mediaEcho is a model that answers with what it saw of the latest user message's media.
 func mediaEcho(t *testing.T) llm.Model {
 	t.Helper()
-	s, err := scripted.Parse("media-echo", []byte("rules:\n  - reply: {text: 'saw {{ media }}'}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return scripted.New(s)
+	return scripted.New(mustScenario(t, "rules:\n  - reply: {text: 'saw {{ media }}'}\n"))
 }
 
 func TestMediaBlocks(t *testing.T) {
@@ -51,21 +46,13 @@ func TestMediaBlocks(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			srv, m := serveModel(t, mediaEcho(t), func(*Config) {})
-			if err := m.CheckInput(tt.block); err != nil {
-				t.Fatalf("CheckInput: %v", err)
-			}
-			req := &llm.Request{Agent: "parent", Messages: []llm.Message{{Role: llm.RoleUser, Content: []llm.Block{llm.TextBlock("look"), tt.block}}}}
-			evs, err := llmtest.Collect(t.Context(), m, req)
-			if err != nil {
-				t.Fatalf("Generate: %v", err)
-			}
-			body := srv.Requests()[0]
+			body, saw := llmtest.SendMedia(t, srv, m, tt.block)
 			got := gjson.GetBytes(body, "messages.0.content.1")
 			if strings.ReplaceAll(got.Raw, `,"cache_control":{"type":"ephemeral"}`, "") != tt.wire {
 				t.Errorf("block sent = %s\nwant %s", got.Raw, tt.wire)
 			}
-			if got := llmtest.TextOf(evs); got != tt.saw {
-				t.Errorf("the model saw %q, want %q", got, tt.saw)
+			if saw != tt.saw {
+				t.Errorf("the model saw %q, want %q", saw, tt.saw)
 			}
 		})
 	}
@@ -74,15 +61,9 @@ func TestMediaBlocks(t *testing.T) {
 func TestMediaRefused(t *testing.T) {
 	t.Parallel()
 	_, m := serve(t, func(*Config) {})
-	for _, b := range []llm.Block{
-		{Type: llm.BlockImage, Source: &llm.Source{Type: llm.SourceBase64, MediaType: "image/bmp", Data: "Qk0="}},
-		{Type: llm.BlockImage},
-		{Type: llm.BlockDocument, Source: &llm.Source{Type: llm.SourceBase64, MediaType: "application/zip", Data: "UEs="}},
-	} {
-		err := m.CheckInput(b)
-		var ie *llm.InputError
-		if !errors.As(err, &ie) || !errors.Is(err, llm.ErrUnsupportedInput) || ie.Model != "claude-default" {
-			t.Errorf("CheckInput(%+v) = %v, want an *llm.InputError naming the model", b, err)
-		}
-	}
+	llmtest.CheckRefused(t, m, "claude-default",
+		llm.Block{Type: llm.BlockImage, Source: &llm.Source{Type: llm.SourceBase64, MediaType: "image/bmp", Data: "Qk0="}},
+		llm.Block{Type: llm.BlockImage},
+		llm.Block{Type: llm.BlockDocument, Source: &llm.Source{Type: llm.SourceBase64, MediaType: "application/zip", Data: "UEs="}},
+	)
 }

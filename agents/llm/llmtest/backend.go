@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"iter"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 
@@ -133,4 +134,19 @@ func Post(t testing.TB, c *http.Client, url string, body any, header ...string) 
 	}
 	t.Cleanup(func() { resp.Body.Close() })
 	return resp
+}
+
+// AgentTools is a tool list of a realistic size for cache and request-size tests: six
+// workspace tools, each with a description and a JSON Schema of typical length.
+func AgentTools() []llm.ToolSpec {
+	var tools []llm.ToolSpec
+	for _, name := range []string{"read_file", "write_file", "edit", "glob", "grep", "shell"} {
+		tools = append(tools, llm.ToolSpec{
+			Name:        name,
+			Description: strings.Repeat("Does "+name+" in the workspace. ", 12),
+			Parameters: json.RawMessage(`{"type":"object","properties":{"file_path":{"type":"string","description":"` +
+				strings.Repeat("a path relative to the workspace root ", 4) + `"},"limit":{"type":"integer"}},"required":["file_path"]}`),
+		})
+	}
+	return tools
 }

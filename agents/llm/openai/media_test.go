@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"errors"
 	"testing"
 
 	"github.com/tidwall/gjson"
@@ -20,13 +19,7 @@ func serveMedia(t *testing.T) (*openaitest.Server, *Model) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := openaitest.New(scripted.New(s), openaitest.WithAPIKey(testKey))
-	t.Cleanup(srv.Close)
-	m, err := New(Config{APIKey: testKey, BaseURL: srv.URL(), Model: "m-default", HTTPClient: srv.Client()})
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	return srv, m
+	return serveModel(t, scripted.New(s))
 }
 
 func TestMediaParts(t *testing.T) {
@@ -54,23 +47,15 @@ func TestMediaParts(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			srv, m := serveMedia(t)
-			if err := m.CheckInput(tt.block); err != nil {
-				t.Fatalf("CheckInput: %v", err)
-			}
-			req := &llm.Request{Agent: "parent", Messages: []llm.Message{{Role: llm.RoleUser, Content: []llm.Block{llm.TextBlock("look"), tt.block}}}}
-			evs, err := llmtest.Collect(t.Context(), m, req)
-			if err != nil {
-				t.Fatalf("Generate: %v", err)
-			}
-			body := srv.Requests()[0]
+			body, saw := llmtest.SendMedia(t, srv, m, tt.block)
 			if got := gjson.GetBytes(body, "messages.0.content.0").Raw; got != `{"text":"look","type":"text"}` {
 				t.Errorf("first part = %s", got)
 			}
 			if got := gjson.GetBytes(body, "messages.0.content.1").Raw; got != tt.wire {
 				t.Errorf("part sent = %s\nwant %s", got, tt.wire)
 			}
-			if got := llmtest.TextOf(evs); got != tt.saw {
-				t.Errorf("the model saw %q, want %q", got, tt.saw)
+			if saw != tt.saw {
+				t.Errorf("the model saw %q, want %q", saw, tt.saw)
 			}
 		})
 	}
@@ -90,15 +75,9 @@ func TestTextOnlyUserMessageStaysAString(t *testing.T) {
 func TestMediaRefused(t *testing.T) {
 	t.Parallel()
 	_, m := serveMedia(t)
-	for _, b := range []llm.Block{
-		{Type: llm.BlockDocument, Source: &llm.Source{Type: llm.SourceURL, URL: "https://example.com/a.pdf"}},
-		{Type: llm.BlockImage, Source: &llm.Source{Type: llm.SourceBase64, MediaType: "image/tiff", Data: "SUk="}},
-		{Type: llm.BlockDocument, Source: &llm.Source{Type: llm.SourceBase64, MediaType: "application/msword", Data: "0M8="}},
-	} {
-		err := m.CheckInput(b)
-		var ie *llm.InputError
-		if !errors.As(err, &ie) || !errors.Is(err, llm.ErrUnsupportedInput) || ie.Model != "m-default" {
-			t.Errorf("CheckInput(%+v) = %v, want an *llm.InputError naming the model", b, err)
-		}
-	}
+	llmtest.CheckRefused(t, m, "m-default",
+		llm.Block{Type: llm.BlockDocument, Source: &llm.Source{Type: llm.SourceURL, URL: "https://example.com/a.pdf"}},
+		llm.Block{Type: llm.BlockImage, Source: &llm.Source{Type: llm.SourceBase64, MediaType: "image/tiff", Data: "SUk="}},
+		llm.Block{Type: llm.BlockDocument, Source: &llm.Source{Type: llm.SourceBase64, MediaType: "application/msword", Data: "0M8="}},
+	)
 }

@@ -27,7 +27,13 @@ func hello() *llm.Request {
 // with a Model talking to it (no SDK retries).
 func serve(t *testing.T, opts ...openaitest.Option) (*openaitest.Server, *Model) {
 	t.Helper()
-	srv := openaitest.New(llmtest.EndTurn("ok"), append([]openaitest.Option{openaitest.WithAPIKey(testKey)}, opts...)...)
+	return serveModel(t, llmtest.EndTurn("ok"), opts...)
+}
+
+// serveModel is serve with the endpoint answering from backend.
+func serveModel(t *testing.T, backend llm.Model, opts ...openaitest.Option) (*openaitest.Server, *Model) {
+	t.Helper()
+	srv := openaitest.New(backend, append([]openaitest.Option{openaitest.WithAPIKey(testKey)}, opts...)...)
 	t.Cleanup(srv.Close)
 	m, err := New(Config{APIKey: testKey, BaseURL: srv.URL(), Model: "m-default", HTTPClient: srv.Client()})
 	if err != nil {

@@ -298,13 +298,7 @@ func idPart(agent string) string {
 	if agent == "" {
 		return "agent"
 	}
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-':
-			return r
-		}
-		return '_'
-	}, agent)
+	return llm.SanitizeName(agent)
 }
 
 func truncate(s string, n int) string {

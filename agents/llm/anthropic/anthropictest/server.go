@@ -21,7 +21,7 @@
 // Requests the real API rejects get its 400 answer: no model or max_tokens, empty
 // text, tool_use blocks not answered in the next turn, tool_result blocks answering
 // nothing, more than four cache_control blocks, a missing anthropic-version header.
-// Fault options (WithFailFirst, WithCutAfter, WithFaults) exercise retries and cut
+// Fault options (WithFailFirst, WithFaults) exercise retries and cut
 // streams. A model error before the first event is an HTTP error (the status of an
 // *llm.ProviderError, else 500); after it, an error event ends the stream.
 //
@@ -36,7 +36,6 @@ import (
 	"fmt"
 	"iter"
 	"net/http"
-	"strings"
 	"sync/atomic"
 
 	"github.com/stoke-cli/stoke/agents/llm"
@@ -64,14 +63,9 @@ func WithFailFirst(n, status int) Option {
 	return func(c *config) { c.faults.FailFirst, c.faults.FailStatus = n, status }
 }
 
-// WithCutAfter makes every streamed response stop after n SSE events: the connection
-// is hijacked and closed, with no message_stop. n <= 0 means never. Non-streamed
-// responses are not affected.
-func WithCutAfter(n int) Option { return func(c *config) { c.faults.CutAfter = n } }
-
-// WithFaults sets every injected fault at once (replacing WithFailFirst and
-// WithCutAfter): which requests fail, which streams are cut after how many events,
-// and how (see llmtest.Faults).
+// WithFaults sets every injected fault at once (replacing WithFailFirst): which
+// requests fail, which streams are cut after how many events (the connection is then
+// closed with no message_stop), and how (see llmtest.Faults).
 func WithFaults(f llmtest.Faults) Option { return func(c *config) { c.faults = f } }
 
 // WithModelUsage reports the model's own usage (input, cache reads and writes,
@@ -82,15 +76,16 @@ func WithModelUsage() Option { return func(c *config) { c.modelUsage = true } }
 // tokens, as the API does (its minimum is 1024 or more, by model). The default is 0.
 func WithMinCacheTokens(n int64) Option { return func(c *config) { c.minCache = n } }
 
-// Server is a running mock. Create it with New; Close it when done.
+// Server is a running mock. Create it with New; Close it when done. It embeds its
+// loopback core: Client, Close, Connections, Streams, Requests and Headers are
+// llmtest.Loopback's (its other methods serve the handlers).
 type Server struct {
+	*llmtest.Loopback
 	model llm.Model
 	cfg   config
 	cache *promptCache
-	lb    *llmtest.Loopback
 
 	seq atomic.Int64 // message and tool_use ids
-
 }
 
 // New starts a server on a loopback port that answers from model.
@@ -106,34 +101,16 @@ func New(model llm.Model, opts ...Option) *Server {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("unknown url %s", r.URL.Path))
 	})
 	// Close cancels in-flight model calls instead of waiting for them.
-	s.lb = llmtest.NewLoopback(mux, s.cfg.faults)
-	s.lb.Start()
+	s.Loopback = llmtest.NewLoopback(mux, s.cfg.faults)
+	s.Start()
 	return s
 }
 
 // URL is the API base URL (no /v1): the anthropic provider's Config.BaseURL.
-func (s *Server) URL() string { return s.lb.BaseURL() }
-
-// Client returns an HTTP client for the server; its idle connections are closed by Close.
-func (s *Server) Client() *http.Client { return s.lb.Client() }
-
-// Close cancels in-flight model calls, then shuts the server down and waits for its
-// handlers to return. Calling it again does nothing.
-func (s *Server) Close() { s.lb.Close() }
-
-// Connections returns the most client connections open at once, and the most serving a
-// request at once.
-func (s *Server) Connections() (peakOpen, peakActive int) { return s.lb.Connections() }
-
-// Requests returns a copy of every request body received so far, in arrival order,
-// including the ones answered with an error.
-func (s *Server) Requests() [][]byte { return s.lb.Requests() }
-
-// Headers returns the headers of every request received so far, in the order of Requests.
-func (s *Server) Headers() []http.Header { return s.lb.Headers() }
+func (s *Server) URL() string { return s.BaseURL() }
 
 func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request) {
-	body, err := s.lb.Record(r)
+	body, err := s.Record(r)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "read body: "+err.Error())
 		return
@@ -156,9 +133,9 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	if s.lb.FailNow(p.req.Agent) {
+	if s.FailNow(p.req.Agent) {
 		w.Header().Set("retry-after-ms", "10")
-		status := s.lb.FailStatus()
+		status := s.FailStatus()
 		writeError(w, status, fmt.Sprintf("injected failure (HTTP %d)", status))
 		return
 	}
@@ -189,7 +166,7 @@ func (s *Server) stream(w http.ResponseWriter, agent, id, model string, in *llm.
 		writeError(w, http.StatusInternalServerError, "model: no events")
 		return
 	}
-	out := &sseWriter{s.lb.Stream(w, agent)}
+	out := &sseWriter{s.Stream(w, agent)}
 
 	start := newMessage(id, model, in)
 	start.Usage.OutputTokens = 1
@@ -269,43 +246,24 @@ func (s *Server) stream(w http.ResponseWriter, agent, id, model string, in *llm.
 }
 
 func (s *Server) complete(w http.ResponseWriter, id, model string, in *llm.Usage, events iter.Seq2[llm.Event, error]) {
-	msg := newMessage(id, model, in)
-	var (
-		text  strings.Builder
-		calls []responseBlock
-		done  *llm.Event
-	)
-	for ev, err := range events {
-		if err != nil {
-			writeError(w, llmtest.ErrorStatus(err), "model: "+err.Error())
-			return
-		}
-		switch ev.Kind {
-		case llm.EventTextDelta:
-			text.WriteString(ev.Text)
-		case llm.EventToolCall:
-			calls = append(calls, responseBlock{Type: "tool_use", ID: s.toolID(ev.ToolCall), Name: ev.ToolCall.Name,
-				Input: json.RawMessage(input(ev.ToolCall))})
-		case llm.EventDone:
-			done = new(ev)
-		}
-		if done != nil {
-			break
-		}
-	}
-	if done == nil {
-		writeError(w, http.StatusInternalServerError, "model: stream ended without a final event")
+	a, err := llmtest.ReadAnswer(events)
+	if err != nil {
+		writeError(w, llmtest.ErrorStatus(err), "model: "+err.Error())
 		return
 	}
-	if text.Len() > 0 {
-		msg.Content = append(msg.Content, responseBlock{Type: "text", Text: new(text.String())})
+	msg := newMessage(id, model, in)
+	if a.Text != "" {
+		msg.Content = append(msg.Content, responseBlock{Type: "text", Text: new(a.Text)})
 	}
-	msg.Content = append(msg.Content, calls...)
-	msg.StopReason = new(stopReason(done.StopReason, len(calls)))
+	for _, c := range a.Calls {
+		msg.Content = append(msg.Content, responseBlock{Type: "tool_use", ID: s.toolID(c), Name: c.Name,
+			Input: json.RawMessage(llmtest.Input(c))})
+	}
+	msg.StopReason = new(stopReason(a.Done.StopReason, len(a.Calls)))
 	if in == nil {
-		msg.Usage = newMessage(id, model, &done.Usage).Usage
+		msg.Usage = newMessage(id, model, &a.Done.Usage).Usage
 	}
-	msg.Usage.OutputTokens = max(done.Usage.OutputTokens, 1)
+	msg.Usage.OutputTokens = max(a.Done.Usage.OutputTokens, 1)
 	llmtest.WriteJSON(w, http.StatusOK, msg)
 }
 
@@ -342,13 +300,6 @@ func stopReason(stop string, calls int) string {
 	}
 }
 
-func input(b llm.Block) string {
-	if len(b.Input) == 0 {
-		return "{}"
-	}
-	return string(b.Input)
-}
-
 // errorType is the API's error type for an HTTP status.
 func errorType(status int) string {
 	switch status {
@@ -380,7 +331,7 @@ type sseWriter struct{ *llmtest.SSE }
 // toolUse writes one tool_use block: its start with an empty input, the input as two
 // input_json_delta pieces, and its stop.
 func (o *sseWriter) toolUse(index int, id string, b llm.Block) error {
-	first, second := llmtest.SplitHalf(input(b))
+	first, second := llmtest.SplitHalf(llmtest.Input(b))
 	events := []struct {
 		name string
 		v    any

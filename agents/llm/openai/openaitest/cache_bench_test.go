@@ -1,7 +1,6 @@
 package openaitest_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -11,20 +10,6 @@ import (
 	"github.com/stoke-cli/stoke/agents/llm/openai"
 	"github.com/stoke-cli/stoke/agents/llm/openai/openaitest"
 )
-
-// benchTools is a realistic tool list.
-func benchTools() []llm.ToolSpec {
-	var tools []llm.ToolSpec
-	for _, name := range []string{"read_file", "write_file", "edit", "glob", "grep", "shell"} {
-		tools = append(tools, llm.ToolSpec{
-			Name:        name,
-			Description: strings.Repeat("Does "+name+" in the workspace. ", 12),
-			Parameters: json.RawMessage(`{"type":"object","properties":{"file_path":{"type":"string","description":"` +
-				strings.Repeat("a path relative to the workspace root ", 4) + `"},"limit":{"type":"integer"}},"required":["file_path"]}`),
-		})
-	}
-	return tools
-}
 
 // cacheSaving runs one hot agent for turns turns through the openai provider against a
 // mock with OpenAI's prompt caching (1024-token minimum). Each turn appends a user
@@ -44,7 +29,7 @@ func cacheSaving(tb testing.TB, turns int) (hot, cold int64) {
 	req := llm.Request{
 		Agent:  "general-purpose",
 		System: strings.Repeat("You are a careful engineer working in a CI pipeline. ", 80),
-		Tools:  benchTools(),
+		Tools:  llmtest.AgentTools(),
 	}
 	for i := range turns {
 		req.Messages = append(req.Messages, llm.UserText(fmt.Sprintf("turn %d: <task-notification>%s</task-notification>", i+1, strings.Repeat("finding ", 100))))

@@ -28,7 +28,6 @@ import (
 	"fmt"
 	"iter"
 	"net/http"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -92,15 +91,16 @@ func WithPrefixCache(minTokens int) Option {
 	return func(c *config) { c.prefixMin, c.prefixCache, c.cachedIsSet = int64(minTokens), true, false }
 }
 
-// Server is a running mock. Create it with New; Close it when done.
+// Server is a running mock. Create it with New; Close it when done. It embeds its
+// loopback core: Client, Close, Connections, Streams, Requests and Headers are
+// llmtest.Loopback's (its other methods serve the handlers).
 type Server struct {
+	*llmtest.Loopback
 	model llm.Model
 	cfg   config
 	cache *prefixCache // nil unless WithPrefixCache
-	lb    *llmtest.Loopback
 
 	seq atomic.Int64 // completion ids
-
 }
 
 // New starts a server on a loopback port that answers from model.
@@ -118,37 +118,16 @@ func New(model llm.Model, opts ...Option) *Server {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("unknown url %s", r.URL.Path))
 	})
 	// Close cancels in-flight model calls instead of waiting for them.
-	s.lb = llmtest.NewLoopback(mux, s.cfg.faults)
-	s.lb.Start()
+	s.Loopback = llmtest.NewLoopback(mux, s.cfg.faults)
+	s.Start()
 	return s
 }
 
 // URL is the OpenAI base URL, ending in /v1.
-func (s *Server) URL() string { return s.lb.BaseURL() + "/v1" }
-
-// Client returns an HTTP client for the server; its idle connections are closed by Close.
-func (s *Server) Client() *http.Client { return s.lb.Client() }
-
-// Close cancels in-flight model calls, then shuts the server down and waits for its
-// handlers to return. Calling it again does nothing.
-func (s *Server) Close() { s.lb.Close() }
-
-// Connections returns the most client connections open at once, and the most serving a
-// request at once.
-func (s *Server) Connections() (peakOpen, peakActive int) { return s.lb.Connections() }
-
-// Streams returns the most requests answered at once (llmtest.Loopback.Streams).
-func (s *Server) Streams() int { return s.lb.Streams() }
-
-// Requests returns a copy of every request body received so far, in arrival order,
-// including the ones answered with an error.
-func (s *Server) Requests() [][]byte { return s.lb.Requests() }
-
-// Headers returns the headers of every request received so far, in the order of Requests.
-func (s *Server) Headers() []http.Header { return s.lb.Headers() }
+func (s *Server) URL() string { return s.BaseURL() + "/v1" }
 
 func (s *Server) serveCompletions(w http.ResponseWriter, r *http.Request) {
-	body, err := s.lb.Record(r)
+	body, err := s.Record(r)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "read body: "+err.Error())
 		return
@@ -172,9 +151,9 @@ func (s *Server) serveCompletions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	if s.lb.FailNow(req.Agent) {
+	if s.FailNow(req.Agent) {
 		w.Header().Set("Retry-After-Ms", "10")
-		status := s.lb.FailStatus()
+		status := s.FailStatus()
 		writeError(w, status, fmt.Sprintf("injected failure (HTTP %d)", status))
 		return
 	}
@@ -215,7 +194,7 @@ func (s *Server) stream(w http.ResponseWriter, agent, id, model string, includeU
 		writeError(w, http.StatusInternalServerError, "model: no events")
 		return
 	}
-	out := &sseWriter{SSE: s.lb.Stream(w, agent),
+	out := &sseWriter{SSE: s.Stream(w, agent),
 		base: chunk{ID: id, Object: "chat.completion.chunk", Created: time.Now().Unix(), Model: model}}
 
 	if out.delta(delta{Role: "assistant", Content: new("")}) != nil {
@@ -268,40 +247,25 @@ func (s *Server) stream(w http.ResponseWriter, agent, id, model string, includeU
 }
 
 func (s *Server) complete(w http.ResponseWriter, id, model string, in *promptUsage, events iter.Seq2[llm.Event, error]) {
-	msg := completionMessage{Role: "assistant"}
-	var text strings.Builder
-	var done *llm.Event
-	for ev, err := range events {
-		if err != nil {
-			writeError(w, llmtest.ErrorStatus(err), "model: "+err.Error())
-			return
-		}
-		switch ev.Kind {
-		case llm.EventTextDelta:
-			text.WriteString(ev.Text)
-		case llm.EventToolCall:
-			msg.ToolCalls = append(msg.ToolCalls, toolCall{
-				ID: callID(ev.ToolCall, len(msg.ToolCalls)), Type: "function",
-				Function: functionCall{Name: ev.ToolCall.Name, Arguments: arguments(ev.ToolCall)},
-			})
-		case llm.EventDone:
-			done = new(ev)
-		}
-		if done != nil {
-			break
-		}
-	}
-	if done == nil {
-		writeError(w, http.StatusInternalServerError, "model: stream ended without a final event")
+	a, err := llmtest.ReadAnswer(events)
+	if err != nil {
+		writeError(w, llmtest.ErrorStatus(err), "model: "+err.Error())
 		return
 	}
-	if text.Len() > 0 || len(msg.ToolCalls) == 0 {
-		msg.Content = new(text.String())
+	msg := completionMessage{Role: "assistant"}
+	for i, c := range a.Calls {
+		msg.ToolCalls = append(msg.ToolCalls, toolCall{
+			ID: callID(c, i), Type: "function",
+			Function: functionCall{Name: c.Name, Arguments: llmtest.Input(c)},
+		})
+	}
+	if a.Text != "" || len(msg.ToolCalls) == 0 {
+		msg.Content = new(a.Text)
 	}
 	llmtest.WriteJSON(w, http.StatusOK, completion{
 		ID: id, Object: "chat.completion", Created: time.Now().Unix(), Model: model,
-		Choices: []completionChoice{{Message: msg, FinishReason: finishReason(done.StopReason, len(msg.ToolCalls))}},
-		Usage:   s.usageOf(done.Usage, in),
+		Choices: []completionChoice{{Message: msg, FinishReason: finishReason(a.Done.StopReason, len(msg.ToolCalls))}},
+		Usage:   s.usageOf(a.Done.Usage, in),
 	})
 }
 
@@ -338,13 +302,6 @@ func callID(b llm.Block, i int) string {
 	return fmt.Sprintf("call_mock_%d", i)
 }
 
-func arguments(b llm.Block) string {
-	if len(b.Input) == 0 {
-		return "{}"
-	}
-	return string(b.Input)
-}
-
 // sseWriter writes chunk lines over the loopback core's SSE writer, which flushes each
 // and cuts the stream as the faults say.
 type sseWriter struct {
@@ -359,7 +316,7 @@ func (o *sseWriter) delta(d delta) error {
 // toolCall writes one call as two chunks: id, type, name and the first half of the
 // arguments, then the second half.
 func (o *sseWriter) toolCall(index int, b llm.Block) error {
-	first, second := llmtest.SplitHalf(arguments(b))
+	first, second := llmtest.SplitHalf(llmtest.Input(b))
 	err := o.delta(delta{ToolCalls: []toolCallDelta{{
 		Index: index, ID: callID(b, index), Type: "function",
 		Function: functionDelta{Name: b.Name, Arguments: first},
