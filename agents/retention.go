@@ -5,8 +5,9 @@ import "sort"
 // ReleaseResidents disposes every resident runtime of a task that is not running (the
 // workspace changed under them). Their rows stay completed; a later send_message revives
 // them from their transcripts. It returns how many it released. A task running, queued
-// (its turn waits for a slot), or with a turn still finishing, keeps its runtime; the runtimes are taken under the registry's
-// lock (so a concurrent Send revives) and closed outside it.
+// (its turn waits for a slot), or with a turn still finishing, keeps its runtime; the
+// runtimes are taken under the registry's lock (so a concurrent Send revives) and closed
+// outside it.
 func (r *Registry) ReleaseResidents() int {
 	type release struct {
 		c   *controller
