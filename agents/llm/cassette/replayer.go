@@ -70,6 +70,7 @@ type Replayer struct {
 	norm   *normaliser
 	l      *launches
 	index  map[identity]map[int]int // identity -> call index -> position in f.Rules
+	caller map[int]identity         // recorded Seq -> who made the call
 	inputs [][]json.RawMessage      // per entry, per tool call
 
 	mu       sync.Mutex
@@ -128,7 +129,7 @@ func NewReplayer(f *File, cfg ReplayConfig) (*Replayer, error) {
 	}
 	p := &Replayer{
 		f: f, cfg: cfg, norm: norm, l: newLaunches(seed),
-		index: make(map[identity]map[int]int), inputs: make([][]json.RawMessage, len(f.Rules)),
+		index: make(map[identity]map[int]int), caller: make(map[int]identity), inputs: make([][]json.RawMessage, len(f.Rules)),
 		wake: make(chan struct{}), done: make([]bool, len(f.Rules)),
 		arrived: make(map[int]bool), ended: make(map[int]bool), agents: newAgentTable(norm),
 	}
@@ -139,6 +140,7 @@ func NewReplayer(f *File, cfg ReplayConfig) (*Replayer, error) {
 			p.index[id] = make(map[int]int)
 		}
 		p.index[id][e.Call.Index] = i
+		p.caller[e.Call.Seq] = id
 		for j := range e.Reply.ToolCalls {
 			in, err := nodeToJSON(&e.Reply.ToolCalls[j].Input)
 			if err != nil {
@@ -288,7 +290,7 @@ func (p *Replayer) awaitTurn(ctx context.Context, pos int) error {
 			p.mu.Unlock()
 			return p.failed
 		}
-		if p.prefix == pos && p.requests >= c.After && p.endedAll(c.Ended, c.Seq) {
+		if p.prefix == pos && p.requests >= c.After && p.endedAll(c.Ended, p.f.Rules[pos].identity()) {
 			p.finishLocked(pos)
 			p.mu.Unlock()
 			return nil
@@ -308,11 +310,15 @@ func (p *Replayer) awaitTurn(ctx context.Context, pos int) error {
 	}
 }
 
-// endedAll reports whether every call in seqs has ended; self (the waiting call) is
-// skipped: a call recorded as cancelled ends with its own context.
-func (p *Replayer) endedAll(seqs []int, self int) bool {
+// endedAll reports whether every call in seqs has ended. The calls of who (the waiting
+// call's agent, itself included) are skipped: they were answered before it, one at a
+// time, and a turn of who that ended between two of its calls when recorded may go on
+// in the replay (an agent whose notifications were already queued as it finished goes
+// on with them in the same turn); that turn cannot end before this call is answered.
+// The requests are the same either way: the fingerprint says so.
+func (p *Replayer) endedAll(seqs []int, who identity) bool {
 	for _, s := range seqs {
-		if s != self && !p.ended[s] {
+		if p.caller[s] != who && !p.ended[s] {
 			return false
 		}
 	}

@@ -235,3 +235,40 @@ func TestReplayInAnotherCheckout(t *testing.T) {
 		}
 	}
 }
+
+// TestStrictReplayGoesOnInOneTurn records an agent whose first turn ended before its
+// next call (the parent's turn ended, and the notifications that came next started a
+// new one) and replays it with both calls in one turn (the notifications were already
+// queued when the first answer ended, so the turn went on with them): the same
+// requests, so the second call is answered, not held for the end of a turn that cannot
+// end before it is.
+func TestStrictReplayGoesOnInOneTurn(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "c.yaml")
+		rec, err := Record(&gated{}, RecordConfig{Path: path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		turn1, endTurn1 := context.WithCancel(t.Context())
+		parent := newConv(turn1, "parent", "p")
+		parent.send(rec, llm.UserText("go"))
+		endTurn1()
+		synctest.Wait()
+		parent.ctx = t.Context()
+		parent.send(rec, llm.UserText("notification"))
+		if err := rec.Close(); err != nil {
+			t.Fatal(err)
+		}
+
+		p := mustOpen(t, path, ReplayConfig{})
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		parent = newConv(ctx, "parent", "p")
+		for _, msg := range []string{"go", "notification"} {
+			if a := parent.send(p, llm.UserText(msg)); a.err != nil || a.text != "parent "+msg {
+				t.Fatalf("call %q in one turn: %q %v", msg, a.text, a.err)
+			}
+		}
+	})
+}
