@@ -419,6 +419,17 @@ func TestShapeTargets(t *testing.T) {
 	if methods == 0 {
 		t.Error("agents/controller.go declares no controller methods")
 	}
+	// The runtime and its controller never reach back into the registry (and its lock):
+	// what they share with it is the taskEnv, which holds no registry either.
+	for _, name := range []string{"agents/controller.go", "agents/runtime.go", "agents/env.go", "agents/runner.go"} {
+		f := pkgs["agents"].files[name]
+		if f == nil {
+			t.Fatalf("%s not found", name)
+		}
+		for _, use := range namesRegistry(f) {
+			t.Errorf("%s: %s names the Registry: a task's controller and runtime reach the registry only through taskEnv's callbacks", name, use)
+		}
+	}
 	sdkhost := pkgs["headless/sdkhost"]
 	if sdkhost == nil {
 		t.Fatal("headless/sdkhost not found")
@@ -428,6 +439,31 @@ func TestShapeTargets(t *testing.T) {
 			t.Errorf("%s imports %s: the SDK host imports nothing of headless", file, dep)
 		}
 	}
+}
+
+// namesRegistry returns the top-level declarations of f that name the Registry type (in
+// a field, a parameter, a variable, a conversion).
+func namesRegistry(f *ast.File) []string {
+	var out []string
+	for _, d := range f.Decls {
+		named := false
+		ast.Inspect(d, func(n ast.Node) bool {
+			if id, ok := n.(*ast.Ident); ok && id.Name == "Registry" {
+				named = true
+			}
+			return !named
+		})
+		if !named {
+			continue
+		}
+		switch d := d.(type) {
+		case *ast.FuncDecl:
+			out = append(out, "func "+d.Name.Name)
+		case *ast.GenDecl:
+			out = append(out, "a "+d.Tok.String()+" declaration")
+		}
+	}
+	return out
 }
 
 func receiver(fd *ast.FuncDecl) string {
