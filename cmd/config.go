@@ -242,22 +242,30 @@ func (k ignoredKey) log(logger *slog.Logger) {
 
 // secretsPolicy is what keeps credentials out of child processes and tool results: the
 // provider keys, the variable the API key in use came from and env-deny are kept out of
-// their environment; the API key in use and the values of the variables kept out (of
-// environ, the process environment) are redacted: a child that reads them elsewhere,
-// such as from stoke's own /proc/PID/environ, does not get them into a tool result.
+// their environment; the values redactedValues lists are redacted.
 func (c *Config) secretsPolicy(lookupEnv func(string) (string, bool), environ []string) *secrets.Policy {
-	deny := slices.Clone(c.EnvDeny)
+	deny, values := c.redactedValues(lookupEnv, environ)
+	return secrets.New(secrets.Config{Deny: deny, Values: values})
+}
+
+// redactedValues returns the variables a run keeps out of child processes (env-deny, and
+// the variable the API key in use came from) and the values it redacts: the API key in use
+// and the values of the variables kept out (of environ, the process environment), so that
+// a child that reads them elsewhere, such as from stoke's own /proc/PID/environ, does not
+// get them into a tool result, nor a recording into its cassette.
+func (c *Config) redactedValues(lookupEnv func(string) (string, bool), environ []string) (deny, values []string) {
+	deny = slices.Clone(c.EnvDeny)
 	if src := c.sources["api-key"]; src != "" && !strings.HasPrefix(src, "--") && !strings.ContainsRune(src, filepath.Separator) {
 		deny = append(deny, src) // an environment variable
 	}
-	values := c.secretValues(lookupEnv)
+	values = c.secretValues(lookupEnv)
 	denied := secrets.New(secrets.Config{Deny: deny})
 	for _, kv := range environ {
 		if name, v, _ := strings.Cut(kv, "="); denied.Denies(name) && !slices.Contains(values, v) {
 			values = append(values, v)
 		}
 	}
-	return secrets.New(secrets.Config{Deny: deny, Values: values})
+	return deny, values
 }
 
 // homeSecrets is the secrets policy of a command that handles stored sessions rather than

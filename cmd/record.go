@@ -99,7 +99,9 @@ func openModel(flags *pflag.FlagSet, deps *Deps, cfg *Config, cwd string, logger
 		m, err := provider()
 		return m, nil, err
 	}
-	c := &cassetteRun{opts: o, cfg: cfg, cwd: cwd, version: deps.Version, secrets: cfg.secretValues(deps.LookupEnv), logger: logger}
+	// The cassette holds none of the values the run redacts from tool results.
+	_, redacted := cfg.redactedValues(deps.LookupEnv, deps.environ())
+	c := &cassetteRun{opts: o, cfg: cfg, cwd: cwd, version: deps.Version, secrets: redacted, logger: logger}
 	if o.replay == "" {
 		m, err := provider()
 		return m, c, err

@@ -1,13 +1,16 @@
 package cmd
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stoke-cli/stoke/agents"
+	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/llm/cassette"
+	"github.com/stoke-cli/stoke/headless"
 )
 
 func TestRecordReplayFlagErrors(t *testing.T) {
@@ -84,5 +87,36 @@ func TestSecretsAreTheKeysInUse(t *testing.T) {
 	got := (&Config{APIKey: "sk-openai"}).secretValues(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 	if strings.Join(got, ",") != "sk-openai,sk-ant" {
 		t.Errorf("secrets = %q", got)
+	}
+}
+
+// A cassette is committed to a repository: it holds none of the values the run redacts
+// from tool results, the env-deny variables' included, even in a reply that quotes one.
+func TestRecordRedactsWhatTheRunRedacts(t *testing.T) {
+	t.Parallel()
+	const token = "ghp-0123456789abcdef"
+	p := newTestProcess(t)
+	p.env["GITHUB_TOKEN"] = token
+	p.homeSettings(t, "env-deny: [GITHUB_TOKEN]\n")
+	writeFile(t, filepath.Join(p.cwd, "s.yaml"), "rules: [{reply: {text: 'the token is "+token+"'}}]\n")
+	deps, _, errOut := p.deps()
+	runF := func(ctx context.Context, opts headless.Options) error {
+		req := &llm.Request{Agent: "parent", Messages: []llm.Message{llm.UserText("which token?")}}
+		for _, err := range opts.Model.Generate(ctx, req) {
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if code := execute(t.Context(), deps, runF, []string{"-p", "x", "--scenario", "s.yaml", "--record", "c.yaml"}); code != 0 {
+		t.Fatalf("record: exit %d, %s", code, errOut)
+	}
+	data, err := os.ReadFile(filepath.Join(p.cwd, "c.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), token) || !strings.Contains(string(data), "the token is [REDACTED]") {
+		t.Errorf("the cassette holds the env-deny variable's value, or not the reply:\n%s", data)
 	}
 }
