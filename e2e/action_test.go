@@ -13,7 +13,7 @@ import (
 // TestActionRunStep runs the "Run stoke" step of the composite GitHub Action (action.yml)
 // in bash, as a runner would, against the built stoke and a scripted scenario: the answer
 // lands in the result output and the exit code in exit-code, and a prompt holding shell
-// syntax reaches stoke as text.
+// syntax, or starting with "-", reaches stoke as text.
 func TestActionRunStep(t *testing.T) {
 	bash, err := exec.LookPath("bash")
 	if err != nil {
@@ -48,34 +48,37 @@ func TestActionRunStep(t *testing.T) {
 	if script == "" {
 		t.Fatal("action.yml has no step with id run")
 	}
-	dir := t.TempDir()
-	scenario := "rules:\n  - reply:\n      text: \"You said: {{ lastUser }}\"\n"
-	if err := os.WriteFile(filepath.Join(dir, "s.yaml"), []byte(scenario), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	outputs := filepath.Join(dir, "github-output")
-	prompt := `hello $(touch pwned) "quoted"`
-	cmd := exec.Command(bash, "-e", "-c", script)
-	cmd.Dir = dir
-	cmd.Env = []string{
-		"PATH=" + h.binDir + string(os.PathListSeparator) + "/usr/bin:/bin",
-		"HOME=" + filepath.Join(dir, "home"), "STOKE_HOME=" + filepath.Join(dir, ".stoke"), "GOCOVERDIR=" + h.coverDir,
-		"GITHUB_OUTPUT=" + outputs, "RUNNER_TEMP=" + dir,
-		"STOKE_PROMPT_INPUT=" + prompt, "STOKE_PROVIDER_INPUT=scripted", "STOKE_MODEL_INPUT=",
-		"STOKE_FORMAT_INPUT=text", "STOKE_ARGS_INPUT=--scenario s.yaml  --max-turns 3",
-	}
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("the run step failed: %v\n%s", err, out)
-	}
-	got, err := os.ReadFile(outputs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(got)
-	if !strings.Contains(text, "\nYou said: "+prompt+"\n") || !strings.HasPrefix(text, "result<<STOKE_") || !strings.HasSuffix(text, "exit-code=0\n") {
-		t.Errorf("GITHUB_OUTPUT holds:\n%s", text)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "pwned")); err == nil {
-		t.Error("the prompt was run as shell")
+	// A prompt with shell syntax, and one that starts with "-" as a YAML list of
+	// instructions does (after -p it would read as a flag).
+	for _, prompt := range []string{`hello $(touch pwned) "quoted"`, "- list the files\n- then the tests"} {
+		dir := t.TempDir()
+		scenario := "rules:\n  - reply:\n      text: \"You said: {{ lastUser }}\"\n"
+		if err := os.WriteFile(filepath.Join(dir, "s.yaml"), []byte(scenario), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		outputs := filepath.Join(dir, "github-output")
+		cmd := exec.Command(bash, "-e", "-c", script)
+		cmd.Dir = dir
+		cmd.Env = []string{
+			"PATH=" + h.binDir + string(os.PathListSeparator) + "/usr/bin:/bin",
+			"HOME=" + filepath.Join(dir, "home"), "STOKE_HOME=" + filepath.Join(dir, ".stoke"), "GOCOVERDIR=" + h.coverDir,
+			"GITHUB_OUTPUT=" + outputs, "RUNNER_TEMP=" + dir,
+			"STOKE_PROMPT_INPUT=" + prompt, "STOKE_PROVIDER_INPUT=scripted", "STOKE_MODEL_INPUT=",
+			"STOKE_FORMAT_INPUT=text", "STOKE_ARGS_INPUT=--scenario s.yaml  --max-turns 3",
+		}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("prompt %q: the run step failed: %v\n%s", prompt, err, out)
+		}
+		got, err := os.ReadFile(outputs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(got)
+		if !strings.Contains(text, "\nYou said: "+prompt+"\n") || !strings.HasPrefix(text, "result<<STOKE_") || !strings.HasSuffix(text, "exit-code=0\n") {
+			t.Errorf("prompt %q: GITHUB_OUTPUT holds:\n%s", prompt, text)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "pwned")); err == nil {
+			t.Error("the prompt was run as shell")
+		}
 	}
 }
