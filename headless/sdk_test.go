@@ -424,6 +424,49 @@ rules:
 	}
 }
 
+// TestSDKSetModelNeedsAPrice: with --max-budget-usd, set_model to a model the price
+// table does not know is refused (invalid_request, naming prices:) and the parent keeps
+// its model; a priced model is accepted.
+func TestSDKSetModelNeedsAPrice(t *testing.T) {
+	t.Parallel()
+	m := model(t, sdkEcho)
+	o := sdkOpts(t, m)
+	o.SDK.MaxBudgetUSD = 5
+	o.Prices = price.Table{}.With(map[string]price.Price{"priced-model": {Output: 1}})
+	h := startHost(t, o)
+	h.request("i", `{"subtype":"initialize"}`)
+	h.request("s1", `{"subtype":"set_model","model":"acme-large"}`)
+	h.user("first")
+	h.next("the first result", isType("result"))
+	h.request("s2", `{"subtype":"set_model","model":"priced-model"}`)
+	h.user("second")
+	h.next("the second result", isType("result"))
+	lines, err := h.closeStdin()
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	replies := map[string]gjson.Result{}
+	for _, l := range filter(lines, isType("control_response")) {
+		replies[l.Get("response.request_id").Str] = l.Get("response")
+	}
+	if r := replies["s1"]; r.Get("subtype").Str != "error" || r.Get("error_code").Str != "invalid_request" ||
+		!strings.Contains(r.Get("error").Str, `"acme-large"`) || !strings.Contains(r.Get("error").Str, "prices:") {
+		t.Errorf("reply to an unpriced set_model = %s", r.Raw)
+	}
+	if r := replies["s2"]; r.Get("subtype").Str != "success" {
+		t.Errorf("reply to a priced set_model = %s", r.Raw)
+	}
+	reqs := m.Requests()
+	if len(reqs) != 2 || reqs[0].Model == "acme-large" || reqs[1].Model != "priced-model" {
+		t.Errorf("the parent's models = %v, want its own, then priced-model", func() (ms []string) {
+			for _, r := range reqs {
+				ms = append(ms, r.Model)
+			}
+			return ms
+		}())
+	}
+}
+
 func TestSDKMaxBudget(t *testing.T) {
 	t.Parallel()
 	m := model(t, `
