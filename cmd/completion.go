@@ -2,6 +2,8 @@ package cmd
 
 import (
 	"github.com/spf13/cobra"
+
+	"github.com/stoke-cli/stoke/agents/llm/cassette"
 )
 
 // NewCmdCompletion returns `stoke completion SHELL`: the completion script of bash, zsh,
@@ -39,5 +41,20 @@ install it where the shell finds completions:
 			}
 			return usageErrorf("unknown shell %q: want bash, zsh, fish or powershell", args[0])
 		},
+	}
+}
+
+// completeFlagValues makes shell completion offer the words a flag of a few fixed values
+// takes (stoke --output-format <TAB>: text, json, stream-json) instead of file names.
+func completeFlagValues(cmd *cobra.Command) {
+	values := enumValues()
+	values["replay-mode"] = []string{cassette.ModeStrict, cassette.ModeLenient}
+	values["replay-timing"] = []string{cassette.TimingZero, cassette.TimingReal}
+	values["permission-mode"] = []string{"default", "acceptEdits", "bypassPermissions", "plan", "dontAsk"}
+	for name, words := range values {
+		if cmd.Flags().Lookup(name) == nil {
+			continue
+		}
+		_ = cmd.RegisterFlagCompletionFunc(name, cobra.FixedCompletions(words, cobra.ShellCompDirectiveNoFileComp))
 	}
 }
