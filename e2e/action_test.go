@@ -24,13 +24,7 @@ func TestActionRunStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	var action struct {
-		Runs struct {
-			Using string
-			Steps []struct {
-				ID, Name, Shell, Run string
-				Env                  map[string]string
-			}
-		}
+		Runs    struct{ Using string }
 		Outputs map[string]struct{ Value string }
 	}
 	if err := yaml.Unmarshal(raw, &action); err != nil {
@@ -39,15 +33,7 @@ func TestActionRunStep(t *testing.T) {
 	if action.Runs.Using != "composite" || action.Outputs["result"].Value == "" {
 		t.Fatalf("action.yml: runs.using %q, outputs %v", action.Runs.Using, action.Outputs)
 	}
-	var script string
-	for _, s := range action.Runs.Steps {
-		if s.ID == "run" {
-			script = s.Run
-		}
-	}
-	if script == "" {
-		t.Fatal("action.yml has no step with id run")
-	}
+	script := actionStep(t, "run")
 	// A prompt with shell syntax, and one that starts with "-" as a YAML list of
 	// instructions does (after -p it would read as a flag).
 	for _, prompt := range []string{`hello $(touch pwned) "quoted"`, "- list the files\n- then the tests"} {
@@ -81,4 +67,67 @@ func TestActionRunStep(t *testing.T) {
 			t.Error("the prompt was run as shell")
 		}
 	}
+}
+
+// TestActionInstallStep runs the "Install stoke" step of action.yml in bash with a go
+// command that records what it was asked: the version input wins; without it, the tag the
+// action is pinned to (github.action_ref) is installed, and latest when the action is used
+// by branch or commit.
+func TestActionInstallStep(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash is not installed")
+	}
+	script := actionStep(t, "install")
+	tests := []struct{ version, ref, want string }{
+		{"", "v0.2.0", "install github.com/stoke-cli/stoke@v0.2.0"},
+		{"v0.1.5", "v0.2.0", "install github.com/stoke-cli/stoke@v0.1.5"},
+		{"latest", "v0.2.0", "install github.com/stoke-cli/stoke@latest"},
+		{"", "main", "install github.com/stoke-cli/stoke@latest"},
+		{"", "0123456789abcdef0123456789abcdef01234567", "install github.com/stoke-cli/stoke@latest"},
+		{"", "", "install github.com/stoke-cli/stoke@latest"},
+	}
+	for _, tt := range tests {
+		dir := t.TempDir()
+		fakeGo := "#!/bin/sh\nif [ \"$1\" = env ]; then echo /gopath; else echo \"$*\" >> \"" + filepath.Join(dir, "go-calls") + "\"; fi\n"
+		if err := os.WriteFile(filepath.Join(dir, "go"), []byte(fakeGo), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(bash, "-e", "-c", script)
+		cmd.Dir = dir
+		cmd.Env = []string{
+			"PATH=" + dir + string(os.PathListSeparator) + "/usr/bin:/bin", "GITHUB_PATH=" + filepath.Join(dir, "github-path"),
+			"STOKE_VERSION=" + tt.version, "STOKE_ACTION_REF=" + tt.ref,
+		}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("version %q, ref %q: the install step failed: %v\n%s", tt.version, tt.ref, err, out)
+		}
+		calls, _ := os.ReadFile(filepath.Join(dir, "go-calls"))
+		path, _ := os.ReadFile(filepath.Join(dir, "github-path"))
+		if string(calls) != tt.want+"\n" || string(path) != "/gopath/bin\n" {
+			t.Errorf("version %q, ref %q: go %q, GITHUB_PATH %q; want %q", tt.version, tt.ref, calls, path, tt.want)
+		}
+	}
+}
+
+// actionStep returns the run script of the step of action.yml with the given id.
+func actionStep(t *testing.T, id string) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "action.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var action struct {
+		Runs struct{ Steps []struct{ ID, Run string } }
+	}
+	if err := yaml.Unmarshal(raw, &action); err != nil {
+		t.Fatalf("action.yml: %v", err)
+	}
+	for _, s := range action.Runs.Steps {
+		if s.ID == id && s.Run != "" {
+			return s.Run
+		}
+	}
+	t.Fatalf("action.yml has no step with id %s", id)
+	return ""
 }
