@@ -118,3 +118,21 @@ test("Claude Code's options become flags stoke accepts: none makes it fail", asy
     assert.match(warnings, new RegExp(`flag=${flag}\\b`), `a warning names ${flag}`);
   }
 });
+
+test("maxTurns ends a model that never stops: an error_max_turns result the app can switch on", { timeout: 30_000 }, async (t) => {
+  const { opts, stderr } = setup(t, "sdk-loop.yaml", { maxTurns: 3 });
+  const messages = [];
+  let err;
+  try {
+    for await (const m of query({ prompt: "Look around.", options: opts })) messages.push(m);
+  } catch (e) {
+    err = e;
+  }
+  assert.equal(ofType(messages, "assistant").length, 3, `three model calls, then the cap\nstderr: ${stderr.join("")}`);
+  const rs = results(messages);
+  assert.equal(rs.length, 1);
+  assert.equal(rs[0].subtype, "error_max_turns");
+  assert.equal(rs[0].is_error, true);
+  assert.equal(rs[0].num_turns, 3);
+  assert.match(String(err), /returned an error result: Reached maximum number of turns \(3\)/, "the SDK ends the query with the result's error");
+});
