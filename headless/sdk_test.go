@@ -129,10 +129,7 @@ func TestSDKControlRequests(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	replies := map[string]gjson.Result{}
-	for _, l := range filter(lines, isType("control_response")) {
-		replies[l.Get("response.request_id").Str] = l.Get("response")
-	}
+	replies := controlReplies(lines)
 	tests := []struct {
 		id, subtype, errorCode, errorHas, response string
 	}{
@@ -166,6 +163,15 @@ func TestSDKControlRequests(t *testing.T) {
 	if got := m.Requests()[0].Model; got != "other-model" {
 		t.Errorf("model after set_model = %q", got)
 	}
+}
+
+// controlReplies are the control responses among lines, by request id.
+func controlReplies(lines []gjson.Result) map[string]gjson.Result {
+	replies := map[string]gjson.Result{}
+	for _, l := range filter(lines, isType("control_response")) {
+		replies[l.Get("response.request_id").Str] = l.Get("response")
+	}
+	return replies
 }
 
 func TestSDKInitializeNotFirst(t *testing.T) {
@@ -445,10 +451,7 @@ func TestSDKSetModelNeedsAPrice(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	replies := map[string]gjson.Result{}
-	for _, l := range filter(lines, isType("control_response")) {
-		replies[l.Get("response.request_id").Str] = l.Get("response")
-	}
+	replies := controlReplies(lines)
 	if r := replies["s1"]; r.Get("subtype").Str != "error" || r.Get("error_code").Str != "invalid_request" ||
 		!strings.Contains(r.Get("error").Str, `"acme-large"`) || !strings.Contains(r.Get("error").Str, "prices:") {
 		t.Errorf("reply to an unpriced set_model = %s", r.Raw)

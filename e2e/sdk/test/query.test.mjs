@@ -2,7 +2,7 @@
 // control requests stoke does not implement.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { query, setup, run, collect, results, ofType, userMessage } from "../harness.mjs";
+import { query, setup, run, collect, collectAll, results, ofType, userMessage } from "../harness.mjs";
 
 test("a string prompt: init, the assistant's reply, one success result, a clean exit", async (t) => {
   const { opts, stderr } = setup(t, "sdk-chat.yaml");
@@ -121,13 +121,7 @@ test("Claude Code's options become flags stoke accepts: none makes it fail", asy
 
 test("maxTurns ends a model that never stops: an error_max_turns result the app can switch on", { timeout: 30_000 }, async (t) => {
   const { opts, stderr } = setup(t, "sdk-loop.yaml", { maxTurns: 3 });
-  const messages = [];
-  let err;
-  try {
-    for await (const m of query({ prompt: "Look around.", options: opts })) messages.push(m);
-  } catch (e) {
-    err = e;
-  }
+  const { messages, err } = await collectAll(query({ prompt: "Look around.", options: opts }));
   assert.equal(ofType(messages, "assistant").length, 3, `three model calls, then the cap\nstderr: ${stderr.join("")}`);
   const rs = results(messages);
   assert.equal(rs.length, 1);
@@ -146,13 +140,7 @@ for (const [model, want] of [["gpt-4o", "over"], ["acme-unpriced", "refused"]]) 
     assert.ok(process.env.STOKE_MOCK_OPENAI_URL, "sdk_test.go serves the mock endpoints");
     const env = { STOKE_PROVIDER: "openai", STOKE_BASE_URL: process.env.STOKE_MOCK_OPENAI_URL, OPENAI_API_KEY: "sk-test", STOKE_MODEL: model };
     const { opts, stderr } = setup(t, "sdk-media.yaml", { env, maxBudgetUsd: 0.000001 });
-    const messages = [];
-    let err;
-    try {
-      for await (const m of query({ prompt: "hi", options: opts })) messages.push(m);
-    } catch (e) {
-      err = e;
-    }
+    const { messages, err } = await collectAll(query({ prompt: "hi", options: opts }));
     const rs = results(messages);
     if (want === "over") {
       assert.equal(rs.length, 1, `results ${JSON.stringify(rs)}\nstderr: ${stderr.join("")}`);
