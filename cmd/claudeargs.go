@@ -74,6 +74,10 @@ func normalizeArgs(root *cobra.Command, args []string, env argEnv) ([]string, er
 		names, values, ok := splitFlag(f, a)
 		if !ok {
 			out = append(out, a) // not stoke's: pflag reports it, or SDK mode skips it
+			if !hasValueIn(a) && i+1 < len(args) && textLike(args[i+1]) {
+				i++ // its value (SDK mode skips the two), not a prompt
+				out = append(out, args[i])
+			}
 			continue
 		}
 		for k, name := range names {
