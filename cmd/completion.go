@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stoke-cli/stoke/agents/llm/cassette"
+	"github.com/stoke-cli/stoke/agents/tools"
 )
 
 // NewCmdCompletion returns `stoke completion SHELL`: the completion script of bash, zsh,
@@ -50,7 +51,11 @@ func completeFlagValues(cmd *cobra.Command) {
 	values := enumValues()
 	values["replay-mode"] = []string{cassette.ModeStrict, cassette.ModeLenient}
 	values["replay-timing"] = []string{cassette.TimingZero, cassette.TimingReal}
-	values["permission-mode"] = []string{"default", "acceptEdits", "bypassPermissions", "plan", "dontAsk"}
+	var permissionModes []string
+	for _, m := range tools.Modes() {
+		permissionModes = append(permissionModes, m.PermissionMode())
+	}
+	values["permission-mode"] = append(permissionModes, "dontAsk")
 	for name, words := range values {
 		if cmd.Flags().Lookup(name) == nil {
 			continue

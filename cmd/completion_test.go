@@ -41,7 +41,7 @@ func TestCompletion(t *testing.T) {
 		{[]string{"--output-format", ""}, "text\njson\nstream-json\n:4\n"},
 		{[]string{"--input-format", "s"}, "text\nstream-json\n:4\n"},
 		{[]string{"-p", "q", "--progress", ""}, "auto\nplain\noff\n:4\n"},
-		{[]string{"--permission-mode", ""}, "default\nacceptEdits\nbypassPermissions\nplan\ndontAsk\n:4\n"},
+		{[]string{"--permission-mode", ""}, "plan\ndefault\nacceptEdits\nbypassPermissions\ndontAsk\n:4\n"},
 		{[]string{"--approval-mode", ""}, "plan\ndefault\nauto-edit\nyolo\n:4\n"},
 		{[]string{"--replay-timing", ""}, "zero\nreal\n:4\n"},
 	} {
