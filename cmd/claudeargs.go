@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -58,6 +59,10 @@ func normalizeArgs(root *cobra.Command, args []string, env argEnv) ([]string, er
 		switch {
 		case a == "--":
 			return append(out, args[i:]...), nil
+		case textLike(a): // "- list the files": a prompt, not a flag
+			out = append(out, "--prompt="+a)
+			prompts++
+			continue
 		case !flagLike(a):
 			if isSubcommand(root, a) {
 				return append(out, args[i:]...), nil // the subcommand parses the rest
@@ -69,6 +74,10 @@ func normalizeArgs(root *cobra.Command, args []string, env argEnv) ([]string, er
 		names, values, ok := splitFlag(f, a)
 		if !ok {
 			out = append(out, a) // not stoke's: pflag reports it, or SDK mode skips it
+			if !hasValueIn(a) && i+1 < len(args) && textLike(args[i+1]) {
+				i++ // its value (SDK mode skips the two), not a prompt
+				out = append(out, args[i])
+			}
 			continue
 		}
 		for k, name := range names {
@@ -149,8 +158,24 @@ func errResumeNeedsID() error {
 }
 
 // flagLike reports whether a word is a flag, as Claude Code's parser decides: it starts
-// with "-" and is longer than that.
-func flagLike(s string) bool { return len(s) > 1 && s[0] == '-' }
+// with "-" and is longer than that; but text that starts with "-" is not (textLike).
+func flagLike(s string) bool { return len(s) > 1 && s[0] == '-' && !textLike(s) }
+
+// textLike reports whether a word that starts with "-" is text rather than a flag: no
+// flag's name holds white space, so "- list the files" (a Markdown list), "--- a/x.go"
+// (a diff) and "-- a comment" are prompts. Only the name counts: in
+// "--append-system-prompt=Be terse" and in -p's attached prompt, "-pfix the bug", the
+// white space is in the value.
+func textLike(s string) bool {
+	switch {
+	case len(s) < 2 || s[0] != '-':
+		return false
+	case s[1] != '-':
+		return unicode.IsSpace(rune(s[1]))
+	}
+	name, _, _ := strings.Cut(s[2:], "=")
+	return strings.ContainsFunc(name, unicode.IsSpace)
+}
 
 // promptWord reports whether a word after a flag may be taken as its value or as the
 // prompt: not a flag and not "--".

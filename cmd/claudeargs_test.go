@@ -51,6 +51,11 @@ func TestNormalizeArgs(t *testing.T) {
 		{"-m MODEL", []string{"-m", "gpt-4", "q"}, []string{"--model=gpt-4", "q"}},
 		{"--debug=FILTER: stoke has no filter", []string{"--debug=api,hooks", "q"}, []string{"--debug", "q"}},
 		{"--debug then a word: the prompt", []string{"--debug", "q"}, []string{"--debug", "q"}},
+		// Text that starts with "-" is a prompt, not a flag: no flag's name holds a space.
+		{"-p then a Markdown list", []string{"-p", "- list the files\n- then the tests"}, []string{"--print", "--prompt=- list the files\n- then the tests"}},
+		{"a diff as the argument", []string{"-p", "--output-format", "json", "--- a/x.go\n+++ b/x.go"}, []string{"--print", "--output-format=json", "--prompt=--- a/x.go\n+++ b/x.go"}},
+		{"-- and a comment", []string{"-- why is this slow?"}, []string{"--prompt=-- why is this slow?"}},
+		{"a flag's value with spaces is still a flag", []string{"--append-system-prompt=Be terse", "-pfix the bug"}, []string{"--append-system-prompt=Be terse", "--print", "--prompt=fix the bug"}},
 
 		// Variadic flags take more words only when they are values of their kind.
 		{"--allowedTools A B, prompt after", []string{"-p", "--allowedTools", "Read", "Bash(git log:*)", "fix the bug"},
@@ -103,6 +108,7 @@ func TestNormalizeArgsErrors(t *testing.T) {
 		{"-r then a flag", []string{"-r", "-p", "q"}, "--resume needs a session id"},
 		{"--resume then a flag", []string{"--resume", "--continue"}, "--resume needs a session id"},
 		{"two prompts", []string{"-p", "one", "--prompt", "two"}, "more than one prompt"},
+		{"a prompt and a list", []string{"-p", "one", "- two"}, "more than one prompt"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,6 +2,9 @@ package cmd
 
 import (
 	"github.com/spf13/cobra"
+
+	"github.com/stoke-cli/stoke/agents/llm/cassette"
+	"github.com/stoke-cli/stoke/agents/tools"
 )
 
 // NewCmdCompletion returns `stoke completion SHELL`: the completion script of bash, zsh,
@@ -39,5 +42,24 @@ install it where the shell finds completions:
 			}
 			return usageErrorf("unknown shell %q: want bash, zsh, fish or powershell", args[0])
 		},
+	}
+}
+
+// completeFlagValues makes shell completion offer the words a flag of a few fixed values
+// takes (stoke --output-format <TAB>: text, json, stream-json) instead of file names.
+func completeFlagValues(cmd *cobra.Command) {
+	values := enumValues()
+	values["replay-mode"] = []string{cassette.ModeStrict, cassette.ModeLenient}
+	values["replay-timing"] = []string{cassette.TimingZero, cassette.TimingReal}
+	var permissionModes []string
+	for _, m := range tools.Modes() {
+		permissionModes = append(permissionModes, m.PermissionMode())
+	}
+	values["permission-mode"] = append(permissionModes, "dontAsk")
+	for name, words := range values {
+		if cmd.Flags().Lookup(name) == nil {
+			continue
+		}
+		_ = cmd.RegisterFlagCompletionFunc(name, cobra.FixedCompletions(words, cobra.ShellCompDirectiveNoFileComp))
 	}
 }

@@ -33,4 +33,20 @@ func TestCompletion(t *testing.T) {
 	if got := newTestProcess(t).run(t, "__complete", "compl"); !strings.Contains(got.stdout, "completion") {
 		t.Errorf("__complete compl = %q", got.stdout)
 	}
+	// A flag of a few fixed values completes to those values, and to no file name.
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--output-format", ""}, "text\njson\nstream-json\n:4\n"},
+		{[]string{"--input-format", "s"}, "text\nstream-json\n:4\n"},
+		{[]string{"-p", "q", "--progress", ""}, "auto\nplain\noff\n:4\n"},
+		{[]string{"--permission-mode", ""}, "plan\ndefault\nacceptEdits\nbypassPermissions\ndontAsk\n:4\n"},
+		{[]string{"--approval-mode", ""}, "plan\ndefault\nauto-edit\nyolo\n:4\n"},
+		{[]string{"--replay-timing", ""}, "zero\nreal\n:4\n"},
+	} {
+		if got := newTestProcess(t).run(t, append([]string{"__complete"}, tt.args...)...); got.stdout != tt.want {
+			t.Errorf("__complete %q = %q, want %q", tt.args, got.stdout, tt.want)
+		}
+	}
 }

@@ -338,23 +338,34 @@ func (c *Config) given(key string) bool {
 	return ok
 }
 
+// enumValues are the words each configuration key of a few fixed values takes: validate
+// checks them, and shell completion offers them (completion.go).
+func enumValues() map[string][]string {
+	return map[string][]string{
+		"provider":           {providerOpenAI, providerAnthropic, providerScripted},
+		"output-format":      {headless.OutputText, headless.OutputJSON, headless.OutputStreamJSON},
+		"input-format":       {headless.InputText, headless.InputStreamJSON},
+		"approval-mode":      names(tools.Modes()),
+		"background-on-exit": names(headless.BackgroundPolicies()),
+		"progress":           progress.Modes(),
+	}
+}
+
 // validate checks enums and ranges, canonicalises the session id and returns the log
 // level. Every error is a usage error naming the flag and the allowed values.
 func (c *Config) validate() (slog.Level, error) {
-	enums := []struct {
-		key, val string
-		allowed  []string
-	}{
-		{"provider", c.Provider, []string{providerOpenAI, providerAnthropic, providerScripted}},
-		{"output-format", c.OutputFormat, []string{headless.OutputText, headless.OutputJSON, headless.OutputStreamJSON}},
-		{"input-format", c.InputFormat, []string{headless.InputText, headless.InputStreamJSON}},
-		{"approval-mode", string(c.ApprovalMode), names(tools.Modes())},
-		{"background-on-exit", string(c.BackgroundOnExit), names(headless.BackgroundPolicies())},
-		{"progress", c.Progress, progress.Modes()},
+	enums := []struct{ key, val string }{
+		{"provider", c.Provider},
+		{"output-format", c.OutputFormat},
+		{"input-format", c.InputFormat},
+		{"approval-mode", string(c.ApprovalMode)},
+		{"background-on-exit", string(c.BackgroundOnExit)},
+		{"progress", c.Progress},
 	}
+	words := enumValues()
 	for _, e := range enums {
-		if !slices.Contains(e.allowed, e.val) {
-			return 0, usageErrorf("invalid --%s %q%s: want one of %s", e.key, e.val, c.from(e.key), strings.Join(e.allowed, ", "))
+		if allowed := words[e.key]; !slices.Contains(allowed, e.val) {
+			return 0, usageErrorf("invalid --%s %q%s: want one of %s", e.key, e.val, c.from(e.key), strings.Join(allowed, ", "))
 		}
 	}
 	if c.MaxTurns < 0 {

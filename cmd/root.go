@@ -202,6 +202,7 @@ trusted (--trust-project, or trusted-projects in $STOKE_HOME/settings.yaml).`,
 	addRecordFlags(cmd.Flags())
 	addClaudeFlags(cmd.Flags())
 	addQwenFlags(cmd.Flags())
+	completeFlagValues(cmd)
 
 	cmd.AddCommand(NewCmdVersion(deps))
 	cmd.AddCommand(NewCmdCompletion(deps))

@@ -13,7 +13,7 @@ import (
 // TestActionRunStep runs the "Run stoke" step of the composite GitHub Action (action.yml)
 // in bash, as a runner would, against the built stoke and a scripted scenario: the answer
 // lands in the result output and the exit code in exit-code, and a prompt holding shell
-// syntax reaches stoke as text.
+// syntax, or starting with "-", reaches stoke as text.
 func TestActionRunStep(t *testing.T) {
 	bash, err := exec.LookPath("bash")
 	if err != nil {
@@ -24,13 +24,7 @@ func TestActionRunStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	var action struct {
-		Runs struct {
-			Using string
-			Steps []struct {
-				ID, Name, Shell, Run string
-				Env                  map[string]string
-			}
-		}
+		Runs    struct{ Using string }
 		Outputs map[string]struct{ Value string }
 	}
 	if err := yaml.Unmarshal(raw, &action); err != nil {
@@ -39,43 +33,101 @@ func TestActionRunStep(t *testing.T) {
 	if action.Runs.Using != "composite" || action.Outputs["result"].Value == "" {
 		t.Fatalf("action.yml: runs.using %q, outputs %v", action.Runs.Using, action.Outputs)
 	}
-	var script string
-	for _, s := range action.Runs.Steps {
-		if s.ID == "run" {
-			script = s.Run
+	script := actionStep(t, "run")
+	// A prompt with shell syntax, and one that starts with "-" as a YAML list of
+	// instructions does (after -p it would read as a flag).
+	for _, prompt := range []string{`hello $(touch pwned) "quoted"`, "- list the files\n- then the tests"} {
+		dir := t.TempDir()
+		scenario := "rules:\n  - reply:\n      text: \"You said: {{ lastUser }}\"\n"
+		if err := os.WriteFile(filepath.Join(dir, "s.yaml"), []byte(scenario), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		outputs := filepath.Join(dir, "github-output")
+		cmd := exec.Command(bash, "-e", "-c", script)
+		cmd.Dir = dir
+		cmd.Env = []string{
+			"PATH=" + h.binDir + string(os.PathListSeparator) + "/usr/bin:/bin",
+			"HOME=" + filepath.Join(dir, "home"), "STOKE_HOME=" + filepath.Join(dir, ".stoke"), "GOCOVERDIR=" + h.coverDir,
+			"GITHUB_OUTPUT=" + outputs, "RUNNER_TEMP=" + dir,
+			"STOKE_PROMPT_INPUT=" + prompt, "STOKE_PROVIDER_INPUT=scripted", "STOKE_MODEL_INPUT=",
+			"STOKE_FORMAT_INPUT=text", "STOKE_ARGS_INPUT=--scenario s.yaml  --max-turns 3",
+		}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("prompt %q: the run step failed: %v\n%s", prompt, err, out)
+		}
+		got, err := os.ReadFile(outputs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(got)
+		if !strings.Contains(text, "\nYou said: "+prompt+"\n") || !strings.HasPrefix(text, "result<<STOKE_") || !strings.HasSuffix(text, "exit-code=0\n") {
+			t.Errorf("prompt %q: GITHUB_OUTPUT holds:\n%s", prompt, text)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "pwned")); err == nil {
+			t.Error("the prompt was run as shell")
 		}
 	}
-	if script == "" {
-		t.Fatal("action.yml has no step with id run")
+}
+
+// TestActionInstallStep runs the "Install stoke" step of action.yml in bash with a go
+// command that records what it was asked: the version input wins; without it, the tag the
+// action is pinned to (github.action_ref) is installed, and latest when the action is used
+// by branch or commit.
+func TestActionInstallStep(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash is not installed")
 	}
-	dir := t.TempDir()
-	scenario := "rules:\n  - reply:\n      text: \"You said: {{ lastUser }}\"\n"
-	if err := os.WriteFile(filepath.Join(dir, "s.yaml"), []byte(scenario), 0o644); err != nil {
-		t.Fatal(err)
+	script := actionStep(t, "install")
+	tests := []struct{ version, ref, want string }{
+		{"", "v0.2.0", "install github.com/stoke-cli/stoke@v0.2.0"},
+		{"v0.1.5", "v0.2.0", "install github.com/stoke-cli/stoke@v0.1.5"},
+		{"latest", "v0.2.0", "install github.com/stoke-cli/stoke@latest"},
+		{"", "main", "install github.com/stoke-cli/stoke@latest"},
+		{"", "0123456789abcdef0123456789abcdef01234567", "install github.com/stoke-cli/stoke@latest"},
+		{"", "", "install github.com/stoke-cli/stoke@latest"},
 	}
-	outputs := filepath.Join(dir, "github-output")
-	prompt := `hello $(touch pwned) "quoted"`
-	cmd := exec.Command(bash, "-e", "-c", script)
-	cmd.Dir = dir
-	cmd.Env = []string{
-		"PATH=" + h.binDir + string(os.PathListSeparator) + "/usr/bin:/bin",
-		"HOME=" + filepath.Join(dir, "home"), "STOKE_HOME=" + filepath.Join(dir, ".stoke"), "GOCOVERDIR=" + h.coverDir,
-		"GITHUB_OUTPUT=" + outputs, "RUNNER_TEMP=" + dir,
-		"STOKE_PROMPT_INPUT=" + prompt, "STOKE_PROVIDER_INPUT=scripted", "STOKE_MODEL_INPUT=",
-		"STOKE_FORMAT_INPUT=text", "STOKE_ARGS_INPUT=--scenario s.yaml  --max-turns 3",
+	for _, tt := range tests {
+		dir := t.TempDir()
+		fakeGo := "#!/bin/sh\nif [ \"$1\" = env ]; then echo /gopath; else echo \"$*\" >> \"" + filepath.Join(dir, "go-calls") + "\"; fi\n"
+		if err := os.WriteFile(filepath.Join(dir, "go"), []byte(fakeGo), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(bash, "-e", "-c", script)
+		cmd.Dir = dir
+		cmd.Env = []string{
+			"PATH=" + dir + string(os.PathListSeparator) + "/usr/bin:/bin", "GITHUB_PATH=" + filepath.Join(dir, "github-path"),
+			"STOKE_VERSION=" + tt.version, "STOKE_ACTION_REF=" + tt.ref,
+		}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("version %q, ref %q: the install step failed: %v\n%s", tt.version, tt.ref, err, out)
+		}
+		calls, _ := os.ReadFile(filepath.Join(dir, "go-calls"))
+		path, _ := os.ReadFile(filepath.Join(dir, "github-path"))
+		if string(calls) != tt.want+"\n" || string(path) != "/gopath/bin\n" {
+			t.Errorf("version %q, ref %q: go %q, GITHUB_PATH %q; want %q", tt.version, tt.ref, calls, path, tt.want)
+		}
 	}
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("the run step failed: %v\n%s", err, out)
-	}
-	got, err := os.ReadFile(outputs)
+}
+
+// actionStep returns the run script of the step of action.yml with the given id.
+func actionStep(t *testing.T, id string) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "action.yml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := string(got)
-	if !strings.Contains(text, "\nYou said: "+prompt+"\n") || !strings.HasPrefix(text, "result<<STOKE_") || !strings.HasSuffix(text, "exit-code=0\n") {
-		t.Errorf("GITHUB_OUTPUT holds:\n%s", text)
+	var action struct {
+		Runs struct{ Steps []struct{ ID, Run string } }
 	}
-	if _, err := os.Stat(filepath.Join(dir, "pwned")); err == nil {
-		t.Error("the prompt was run as shell")
+	if err := yaml.Unmarshal(raw, &action); err != nil {
+		t.Fatalf("action.yml: %v", err)
 	}
+	for _, s := range action.Runs.Steps {
+		if s.ID == id && s.Run != "" {
+			return s.Run
+		}
+	}
+	t.Fatalf("action.yml has no step with id %s", id)
+	return ""
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,6 +36,37 @@ func TestReleaseConfig(t *testing.T) {
 	}
 	if err := checkTargets(data, goTargets(t)); err != nil {
 		t.Errorf(".goreleaser.yaml: %v", err)
+	}
+}
+
+// TestReleaseDistIgnored: goreleaser builds with its output directory, dist/, inside
+// the checkout. Unless git ignores it, the go command sees an untracked file and stamps
+// every release binary as modified: `stoke version` would print 0.2.0+dirty and
+// "(modified)" for a clean tagged release.
+func TestReleaseDistIgnored(t *testing.T) {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("git is not installed")
+	}
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := exec.Command(git, "-C", root, "rev-parse", "--is-inside-work-tree").Run(); err != nil {
+		t.Skipf("%s is not a git work tree: %v", root, err)
+	}
+	data, err := os.ReadFile(filepath.Join(root, ".goreleaser.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct{ Dist string }
+	if err := yaml.Unmarshal(data, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	dist := cmp.Or(cfg.Dist, "dist") // goreleaser's default
+	artifact := filepath.ToSlash(filepath.Join(dist, "stoke_linux_amd64_v1", "stoke"))
+	if out, err := exec.Command(git, "-C", root, "check-ignore", "--no-index", artifact).CombinedOutput(); err != nil {
+		t.Errorf("git does not ignore goreleaser's output %s (add /%s/ to .gitignore): %v %s", artifact, dist, err, out)
 	}
 }
 

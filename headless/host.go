@@ -65,7 +65,7 @@ func (s *session) newHost(ctx context.Context, cp *sdkhost.ControlPlane, model l
 	}
 	return sdkhost.New(ctx, sdkhost.Config{
 		Options: o.SDK, Control: cp, SDKMode: o.sdkMode(), Mode: mode,
-		Model: model, ModelName: o.ModelName,
+		Model: model, ModelName: o.ModelName, Priced: o.Prices.Known,
 		SessionID: s.id, CWD: o.CWD, TranscriptPath: transcript, Version: o.Version,
 		Emit: s.emit, Catalog: func() agents.Catalog { return s.reg.Catalog() },
 		Tasks: func() sdkhost.Tasks { return s.reg }, MCPServers: s.mcpServerStatuses,

@@ -203,6 +203,13 @@ func newSession(ctx context.Context, opts Options, cp *sdkhost.ControlPlane) (_ 
 		}
 		return nil, fmt.Errorf("%w: workspace: %w", ErrUsage, err)
 	}
+	catalog := s.definitions()
+	if err := s.checkAgentPrices(catalog); err != nil {
+		if s.chat != nil {
+			_ = s.chat.Close()
+		}
+		return nil, err
+	}
 	s.reg = agents.NewRegistry(ctx, agents.RegistryConfig{
 		SessionID:        id,
 		Store:            taskStore,
@@ -219,7 +226,7 @@ func newSession(ctx context.Context, opts Options, cp *sdkhost.ControlPlane) (_ 
 		Hooks:            opts.Hooks,
 		HookRunner:       s.hookRunner(),
 		Tracer:           opts.Tracer,
-		Catalog:          s.definitions(),
+		Catalog:          catalog,
 		Emit:             s.emit,
 		Notify:           s.mb.Push,
 		Lifecycle:        lifecycle,

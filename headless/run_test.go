@@ -285,6 +285,52 @@ func TestRunCancelledContext(t *testing.T) {
 	}
 }
 
+// TestBudgetNeedsSubagentPrices: with --max-budget-usd, a subagent type on a model the
+// price table does not know refuses the run (ErrUsage, naming the model, the type and the
+// prices: setting) before any model call: its calls would cost 0 and the budget would
+// never see them. Priced, or without a budget, the same run goes ahead.
+func TestBudgetNeedsSubagentPrices(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		budget float64
+		prices map[string]price.Price
+		refuse bool
+	}{
+		{"unpriced", 1, nil, true},
+		{"priced in settings", 1, map[string]price.Price{"acme-large": {Input: 1, Output: 2}}, false},
+		{"no budget", 0, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var out bytes.Buffer
+			m := model(t, echo)
+			o := opts(t, m, &out)
+			writeAgent(t, o.Home, "agents/writer.md", "---\nname: writer\ndescription: Writes\nmodel: acme-large\n---\nYou write.\n")
+			o.SDK.MaxBudgetUSD = tc.budget
+			o.Prices = price.Default().With(tc.prices)
+			err := Run(t.Context(), o)
+			if !tc.refuse {
+				if err != nil {
+					t.Fatalf("Run = %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrUsage) {
+				t.Fatalf("Run = %v, want ErrUsage", err)
+			}
+			for _, want := range []string{`"acme-large"`, `"writer"`, "--max-budget-usd", "prices:"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not name %s", err, want)
+				}
+			}
+			if n := len(m.Requests()); n != 0 {
+				t.Errorf("%d model calls before the refusal", n)
+			}
+		})
+	}
+}
+
 func loadScenario(t *testing.T, path string) *scripted.Model {
 	t.Helper()
 	m, err := scripted.Open(path)

@@ -129,10 +129,7 @@ func TestSDKControlRequests(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	replies := map[string]gjson.Result{}
-	for _, l := range filter(lines, isType("control_response")) {
-		replies[l.Get("response.request_id").Str] = l.Get("response")
-	}
+	replies := controlReplies(lines)
 	tests := []struct {
 		id, subtype, errorCode, errorHas, response string
 	}{
@@ -166,6 +163,15 @@ func TestSDKControlRequests(t *testing.T) {
 	if got := m.Requests()[0].Model; got != "other-model" {
 		t.Errorf("model after set_model = %q", got)
 	}
+}
+
+// controlReplies are the control responses among lines, by request id.
+func controlReplies(lines []gjson.Result) map[string]gjson.Result {
+	replies := map[string]gjson.Result{}
+	for _, l := range filter(lines, isType("control_response")) {
+		replies[l.Get("response.request_id").Str] = l.Get("response")
+	}
+	return replies
 }
 
 func TestSDKInitializeNotFirst(t *testing.T) {
@@ -421,6 +427,46 @@ rules:
 	tool := filter(lines, func(l gjson.Result) bool { return l.Get("event.content_block.type").Str == "tool_use" })
 	if len(tool) != 1 || tool[0].Get("event.content_block.name").Str != "list_agents" {
 		t.Errorf("tool_use block start = %v", tool)
+	}
+}
+
+// TestSDKSetModelNeedsAPrice: with --max-budget-usd, set_model to a model the price
+// table does not know is refused (invalid_request, naming prices:) and the parent keeps
+// its model; a priced model is accepted.
+func TestSDKSetModelNeedsAPrice(t *testing.T) {
+	t.Parallel()
+	m := model(t, sdkEcho)
+	o := sdkOpts(t, m)
+	o.SDK.MaxBudgetUSD = 5
+	o.Prices = price.Table{}.With(map[string]price.Price{"priced-model": {Output: 1}})
+	h := startHost(t, o)
+	h.request("i", `{"subtype":"initialize"}`)
+	h.request("s1", `{"subtype":"set_model","model":"acme-large"}`)
+	h.user("first")
+	h.next("the first result", isType("result"))
+	h.request("s2", `{"subtype":"set_model","model":"priced-model"}`)
+	h.user("second")
+	h.next("the second result", isType("result"))
+	lines, err := h.closeStdin()
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	replies := controlReplies(lines)
+	if r := replies["s1"]; r.Get("subtype").Str != "error" || r.Get("error_code").Str != "invalid_request" ||
+		!strings.Contains(r.Get("error").Str, `"acme-large"`) || !strings.Contains(r.Get("error").Str, "prices:") {
+		t.Errorf("reply to an unpriced set_model = %s", r.Raw)
+	}
+	if r := replies["s2"]; r.Get("subtype").Str != "success" {
+		t.Errorf("reply to a priced set_model = %s", r.Raw)
+	}
+	reqs := m.Requests()
+	if len(reqs) != 2 || reqs[0].Model == "acme-large" || reqs[1].Model != "priced-model" {
+		t.Errorf("the parent's models = %v, want its own, then priced-model", func() (ms []string) {
+			for _, r := range reqs {
+				ms = append(ms, r.Model)
+			}
+			return ms
+		}())
 	}
 }
 

@@ -3,6 +3,7 @@ package headless
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -40,6 +41,24 @@ func (s *session) definitions() agents.Catalog {
 		cat[name] = d
 	}
 	return cat
+}
+
+// checkAgentPrices keeps --max-budget-usd honest for subagents: a subagent type on a
+// model the price table does not know would cost 0 and run past the budget unseen, so
+// with a budget the run is refused (ErrUsage), naming the model, the type, its source
+// and the prices: setting, as the CLI refuses an unknown parent model. A type without a
+// model of its own runs on the parent's, which the CLI has checked.
+func (s *session) checkAgentPrices(cat agents.Catalog) error {
+	if s.opts.SDK.MaxBudgetUSD <= 0 {
+		return nil
+	}
+	for _, name := range cat.Names() {
+		if d := cat[name]; d.Model != "" && !s.opts.Prices.Known(d.Model) {
+			return fmt.Errorf("%w: --max-budget-usd needs a price for model %q of subagent type %q (%s): add it under prices: in settings.yaml (USD per million tokens, see docs/pricing.md)",
+				ErrUsage, d.Model, name, d.Source)
+		}
+	}
+	return nil
 }
 
 // newWorkspace is the workspace the parent's tools work in, under the run's approval mode

@@ -2,12 +2,14 @@
 // records. One Policy serves every child process (the shell tool, command hooks, MCP stdio
 // servers) and every tool result:
 //
-//   - Environ drops the provider keys (ProviderKeys), the variable the run's key came from
-//     and the user's env-deny patterns from an environment before a child gets it;
+//   - Environ drops the provider keys (ProviderKeys), the OTLP exporter headers
+//     (TelemetryKeys), the variable the run's key came from and the user's env-deny
+//     patterns from an environment before a child gets it;
 //   - Redact replaces the values of those keys with [REDACTED] in text (tool results,
 //     hook output) before it reaches the model, events, transcripts or traces.
 //
-// A nil *Policy is usable: it drops the provider keys and redacts nothing.
+// A nil *Policy is usable: it drops the provider keys and the OTLP headers, and redacts
+// nothing.
 package secrets
 
 import (
@@ -28,6 +30,17 @@ const MinRedactLen = 8
 func ProviderKeys() []string {
 	return []string{"STOKE_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"}
 }
+
+// TelemetryKeys are the variables that hold an OpenTelemetry collector's credentials: the
+// OTLP exporter headers (api keys, authorization), which stoke reads to export its
+// telemetry. Like the provider keys they are always kept out of child processes.
+func TelemetryKeys() []string {
+	return []string{"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+		"OTEL_EXPORTER_OTLP_METRICS_HEADERS", "OTEL_EXPORTER_OTLP_LOGS_HEADERS"}
+}
+
+// alwaysDenied are the variables every Policy keeps out of child processes.
+func alwaysDenied() []string { return append(ProviderKeys(), TelemetryKeys()...) }
 
 // Policy says which environment variables a child process never sees and which values
 // are redacted from text. It is immutable and safe for concurrent use.
@@ -50,7 +63,7 @@ type Config struct {
 
 // New returns the Policy of c.
 func New(c Config) *Policy {
-	p := &Policy{names: ProviderKeys()}
+	p := &Policy{names: alwaysDenied()}
 	for _, d := range c.Deny {
 		switch d = strings.TrimSpace(d); {
 		case d == "":
@@ -78,7 +91,7 @@ func New(c Config) *Policy {
 // Denies reports whether the variable name is kept out of child processes.
 func (p *Policy) Denies(name string) bool {
 	if p == nil {
-		return slices.Contains(ProviderKeys(), name)
+		return slices.Contains(alwaysDenied(), name)
 	}
 	if slices.Contains(p.names, name) {
 		return true

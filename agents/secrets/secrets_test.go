@@ -11,16 +11,19 @@ func TestEnviron(t *testing.T) {
 	env := []string{
 		"PATH=/usr/bin", "OPENAI_API_KEY=sk-openai", "ANTHROPIC_API_KEY=sk-ant", "STOKE_API_KEY=sk-stoke",
 		"MY_KEY=sk-mine", "AWS_SECRET_ACCESS_KEY=x", "AWS_REGION=eu", "GITHUB_TOKEN=ghp", "HOME=/home/u",
+		"OTEL_EXPORTER_OTLP_HEADERS=api-key=otel-secret", "OTEL_EXPORTER_OTLP_TRACES_HEADERS=x-team=t",
+		"OTEL_EXPORTER_OTLP_ENDPOINT=http://c:4318",
 	}
 	tests := []struct {
 		name string
 		p    *Policy
 		want []string
 	}{
-		{"nil policy drops the provider keys", nil,
-			[]string{"PATH=/usr/bin", "MY_KEY=sk-mine", "AWS_SECRET_ACCESS_KEY=x", "AWS_REGION=eu", "GITHUB_TOKEN=ghp", "HOME=/home/u"}},
+		{"nil policy drops the provider keys and the OTLP headers", nil,
+			[]string{"PATH=/usr/bin", "MY_KEY=sk-mine", "AWS_SECRET_ACCESS_KEY=x", "AWS_REGION=eu", "GITHUB_TOKEN=ghp", "HOME=/home/u",
+				"OTEL_EXPORTER_OTLP_ENDPOINT=http://c:4318"}},
 		{"names and patterns", New(Config{Deny: []string{"MY_KEY", "AWS_*", "*_TOKEN", " "}}),
-			[]string{"PATH=/usr/bin", "HOME=/home/u"}},
+			[]string{"PATH=/usr/bin", "HOME=/home/u", "OTEL_EXPORTER_OTLP_ENDPOINT=http://c:4318"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -31,7 +34,7 @@ func TestEnviron(t *testing.T) {
 			}
 		})
 	}
-	if len(env) != 9 || env[1] != "OPENAI_API_KEY=sk-openai" {
+	if len(env) != 12 || env[1] != "OPENAI_API_KEY=sk-openai" {
 		t.Error("Environ changed its argument")
 	}
 }
@@ -65,6 +68,7 @@ func TestDenies(t *testing.T) {
 	p := New(Config{Deny: []string{"CI_*"}})
 	for name, want := range map[string]bool{
 		"OPENAI_API_KEY": true, "STOKE_API_KEY": true, "CI_JOB_TOKEN": true, "CI": false, "PATH": false,
+		"OTEL_EXPORTER_OTLP_HEADERS": true, "OTEL_EXPORTER_OTLP_METRICS_HEADERS": true, "OTEL_EXPORTER_OTLP_ENDPOINT": false,
 	} {
 		if got := p.Denies(name); got != want {
 			t.Errorf("Denies(%q) = %v, want %v", name, got, want)

@@ -73,10 +73,11 @@ func ConfigFromEnv(lookup func(string) (string, bool), console io.Writer) (Confi
 // exporterFromEnv reads the variables of one signal (TRACES or METRICS).
 func exporterFromEnv(get func(string) string, signal, path string, console io.Writer) (Exporter, error) {
 	var exp Exporter
-	endpoint := get("OTEL_EXPORTER_OTLP_" + signal + "_ENDPOINT")
+	endpointVar := "OTEL_EXPORTER_OTLP_" + signal + "_ENDPOINT" // where endpoint came from
+	endpoint := get(endpointVar)
 	if endpoint == "" {
 		if base := get("OTEL_EXPORTER_OTLP_ENDPOINT"); base != "" {
-			endpoint = strings.TrimRight(base, "/") + path
+			endpointVar, endpoint = "OTEL_EXPORTER_OTLP_ENDPOINT", strings.TrimRight(base, "/")+path
 		}
 	}
 	listVar := "OTEL_" + signal + "_EXPORTER"
@@ -104,7 +105,7 @@ func exporterFromEnv(get func(string) string, signal, path string, console io.Wr
 		return exp, nil
 	}
 	if u, err := url.Parse(exp.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return Exporter{}, fmt.Errorf("OTLP endpoint %q: want an http:// or https:// URL", exp.Endpoint)
+		return Exporter{}, fmt.Errorf("%s=%q: want an http:// or https:// URL", endpointVar, get(endpointVar))
 	}
 	exp.Headers = headersFromEnv(get, signal)
 	name, v := signalVar(get, signal, "TIMEOUT")

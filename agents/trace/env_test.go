@@ -31,7 +31,10 @@ func TestConfigFromEnv(t *testing.T) {
 		}, Config{Traces: otlp("http://traces:4318/custom"), Metrics: otlp("http://base:4318/v1/metrics")}, ""},
 		{"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT alone", map[string]string{"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": "http://m:4318/v1/metrics"},
 			Config{Metrics: otlp("http://m:4318/v1/metrics")}, ""},
-		{"bad endpoint", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4318"}, Config{}, "want an http:// or https:// URL"},
+		{"bad endpoint", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "collector:4318"}, Config{},
+			`OTEL_EXPORTER_OTLP_ENDPOINT="collector:4318": want an http:// or https:// URL`},
+		{"bad traces endpoint", map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "localhost:4318/v1/traces"}, Config{},
+			`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT="localhost:4318/v1/traces": want an http:// or https:// URL`},
 		{"OTEL_EXPORTER_OTLP_HEADERS", map[string]string{
 			"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318",
 			"OTEL_EXPORTER_OTLP_HEADERS":  "api-key=secret%20value, x-tenant = a ,bad pair,=empty,bad key=1",

@@ -117,6 +117,19 @@ export async function collect(q) {
   return out;
 }
 
+// collectAll runs a query to its end like collect, but keeps what it yielded when the
+// query throws (an SDK ends a query that way on an error result or a failed process):
+// {messages, err}.
+export async function collectAll(q) {
+  const messages = [];
+  try {
+    for await (const m of q) messages.push(m);
+  } catch (err) {
+    return { messages, err };
+  }
+  return { messages, err: undefined };
+}
+
 // run is query() + collect() with a string prompt.
 export async function run(prompt, opts) {
   const q = query({ prompt, options: opts });

@@ -36,6 +36,10 @@ type Config struct {
 	// ModelName the configured name.
 	Model     llm.Model
 	ModelName string
+	// Priced reports whether the run's price table prices a model: with
+	// Options.MaxBudgetUSD, set_model refuses a model it does not (its calls would cost 0
+	// and the budget would never fire). Nil prices every model.
+	Priced    func(model string) bool
 	SessionID string
 	CWD       string
 	// TranscriptPath is the parent's transcript ("" when nothing is stored).

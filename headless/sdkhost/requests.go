@@ -119,6 +119,9 @@ func (h *Host) HandleControl(in streamjson.Input) (any, error) {
 		return map[string]any{}, nil
 	case "set_model":
 		name := req.Get("model").String()
+		if name != "" && h.cfg.Options.MaxBudgetUSD > 0 && h.cfg.Priced != nil && !h.cfg.Priced(name) {
+			return nil, controlErrorf(codeInvalid, "set_model %q: --max-budget-usd needs a price for this model: add it under prices: in settings.yaml (USD per million tokens, see docs/pricing.md)", name)
+		}
 		h.model.set(name)
 		h.cfg.Logger.Info("model changed by the host", "model", h.model.Name())
 		return map[string]any{}, nil

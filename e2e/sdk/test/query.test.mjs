@@ -2,7 +2,7 @@
 // control requests stoke does not implement.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { query, setup, run, collect, results, ofType, userMessage } from "../harness.mjs";
+import { query, setup, run, collect, collectAll, results, ofType, userMessage } from "../harness.mjs";
 
 test("a string prompt: init, the assistant's reply, one success result, a clean exit", async (t) => {
   const { opts, stderr } = setup(t, "sdk-chat.yaml");
@@ -118,3 +118,39 @@ test("Claude Code's options become flags stoke accepts: none makes it fail", asy
     assert.match(warnings, new RegExp(`flag=${flag}\\b`), `a warning names ${flag}`);
   }
 });
+
+test("maxTurns ends a model that never stops: an error_max_turns result the app can switch on", { timeout: 30_000 }, async (t) => {
+  const { opts, stderr } = setup(t, "sdk-loop.yaml", { maxTurns: 3 });
+  const { messages, err } = await collectAll(query({ prompt: "Look around.", options: opts }));
+  assert.equal(ofType(messages, "assistant").length, 3, `three model calls, then the cap\nstderr: ${stderr.join("")}`);
+  const rs = results(messages);
+  assert.equal(rs.length, 1);
+  assert.equal(rs[0].subtype, "error_max_turns");
+  assert.equal(rs[0].is_error, true);
+  assert.equal(rs[0].num_turns, 3);
+  assert.match(String(err), /returned an error result: Reached maximum number of turns \(3\)/, "the SDK ends the query with the result's error");
+});
+
+// maxBudgetUsd through the Claude Agent SDK, on stoke's OpenAI provider (the mock endpoint
+// sdk_test.go serves): a priced model's run that goes over the budget ends with an
+// error_max_budget_usd result; a model with no price is refused before any call, since
+// its calls would cost 0 and the budget could never fire.
+for (const [model, want] of [["gpt-4o", "over"], ["acme-unpriced", "refused"]]) {
+  test(`maxBudgetUsd with ${model}: ${want}`, { timeout: 30_000 }, async (t) => {
+    assert.ok(process.env.STOKE_MOCK_OPENAI_URL, "sdk_test.go serves the mock endpoints");
+    const env = { STOKE_PROVIDER: "openai", STOKE_BASE_URL: process.env.STOKE_MOCK_OPENAI_URL, OPENAI_API_KEY: "sk-test", STOKE_MODEL: model };
+    const { opts, stderr } = setup(t, "sdk-media.yaml", { env, maxBudgetUsd: 0.000001 });
+    const { messages, err } = await collectAll(query({ prompt: "hi", options: opts }));
+    const rs = results(messages);
+    if (want === "over") {
+      assert.equal(rs.length, 1, `results ${JSON.stringify(rs)}\nstderr: ${stderr.join("")}`);
+      assert.equal(rs[0].subtype, "error_max_budget_usd");
+      assert.ok(rs[0].total_cost_usd > 0.000001, `total_cost_usd ${rs[0].total_cost_usd}`);
+      assert.ok(rs[0].modelUsage[model]?.costUSD > 0, JSON.stringify(rs[0].modelUsage));
+      return;
+    }
+    assert.equal(rs.length, 0, "no run");
+    assert.match(String(err), /exited with code 2/);
+    assert.match(stderr.join(""), /--max-budget-usd needs a price for model "acme-unpriced".*prices:/);
+  });
+}

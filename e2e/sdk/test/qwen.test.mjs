@@ -10,7 +10,7 @@ import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { createSdkMcpServer, tool as qwenTool } from "@qwen-code/sdk";
 import { z as z3 } from "zod/v3";
-import { qwenQuery, qwenSetup, collect, results, ofType, held, userMessage } from "../harness.mjs";
+import { qwenQuery, qwenSetup, collect, collectAll, results, ofType, held, userMessage } from "../harness.mjs";
 
 test("a plain query: init in Qwen Code's keys, the reply, one success result", async (t) => {
   const { opts, stderr } = qwenSetup(t, "sdk-chat.yaml");
@@ -108,13 +108,7 @@ test("coreTools: only those tools are offered; allowedTools approves without ask
 
 test("maxSessionTurns ends a model that never stops", { timeout: 30_000 }, async (t) => {
   const { opts } = qwenSetup(t, "sdk-loop.yaml", { maxSessionTurns: 3 });
-  const messages = [];
-  let err;
-  try {
-    for await (const m of qwenQuery({ prompt: "Look around.", options: opts })) messages.push(m);
-  } catch (e) {
-    err = e;
-  }
+  const { messages, err } = await collectAll(qwenQuery({ prompt: "Look around.", options: opts }));
   assert.equal(ofType(messages, "assistant").length, 3, "three model calls, then the cap");
   const rs = results(messages);
   assert.equal(rs.length, 1);
