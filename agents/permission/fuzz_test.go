@@ -1,6 +1,7 @@
 package permission
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/tidwall/gjson"
@@ -22,6 +23,7 @@ func FuzzRules(f *testing.F) {
 		{"cat <(ls) | tee a >> b 2>&1", "Bash(cat:*)", "Read(a)"},
 		{"f() { g; }; f & wait", "Bash(f)", "Bash(g)"},
 		{"for i in $(seq 3); do echo $i; done", "Bash(seq:*)", "Bash(git * main)"},
+		{"mcp__srv__tool", "mcp__*", "mcp__srv"},
 	} {
 		f.Add(s[0], s[1], s[2])
 	}
@@ -30,6 +32,10 @@ func FuzzRules(f *testing.F) {
 		rules := New(w, []string{allow, "Bash"}, []string{deny})
 		call := shellCall(command)
 		command = gjson.GetBytes(call.Input, "command").String() // what the tool runs: valid UTF-8
+		// An MCP call under the same rules: never a panic, whatever the rule's text.
+		mcpCall := tools.Call{Name: "mcp__srv__tool", Input: json.RawMessage(`{}`)}
+		rules.Deny(mcpCall)
+		rules.Allowed(mcpCall, tools.ModeDefault)
 		_, denied := rules.Deny(call)
 		allowed := rules.Allowed(call, tools.ModeAutoEdit)
 		if _, err := shellcmd.Parse(command); err != nil && allowed {
