@@ -66,17 +66,21 @@ func (t *Tool) Run(ctx context.Context, call tools.Call) tools.Result {
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
 	}
-	res, err := t.session.CallTool(ctx, &sdk.CallToolParams{Name: t.name, Arguments: args})
+	callCtx, cancel := context.WithTimeout(ctx, t.server.callTimeout)
+	defer cancel()
+	res, err := t.session.CallTool(callCtx, &sdk.CallToolParams{Name: t.name, Arguments: args})
 	if err != nil {
 		var answered *jsonrpc.Error
-		if !errors.As(err, &answered) && ctx.Err() == nil {
+		switch {
+		case ctx.Err() != nil:
+			return tools.Errorf("MCP server %q: %s failed: cancelled: %v", t.server.name, t.name, context.Cause(ctx))
+		case callCtx.Err() != nil:
+			// The server may still answer later calls: it stays connected.
+			return tools.Errorf("MCP server %q: %s did not answer within %s; the call was cancelled", t.server.name, t.name, t.server.callTimeout)
+		case !errors.As(err, &answered):
 			t.server.markLost(err) // not an answer from the server: the transport failed
 		}
-		msg := redact(err.Error(), t.server.conf.secrets())
-		if ctx.Err() != nil {
-			msg = fmt.Sprintf("cancelled: %v", context.Cause(ctx))
-		}
-		return tools.Errorf("MCP server %q: %s failed: %s", t.server.name, t.name, msg)
+		return tools.Errorf("MCP server %q: %s failed: %s", t.server.name, t.name, redact(err.Error(), t.server.conf.secrets()))
 	}
 	return tools.Result{Content: t.server.creds.Redact(resultText(res)), IsError: res.IsError}
 }
