@@ -364,11 +364,17 @@ func (m *Manager) connect(ctx context.Context, s *server) (*sdk.ClientSession, f
 		return fail(nil, err)
 	}
 	var tools []*Tool
+	names := map[string]bool{}
 	for tool, err := range session.Tools(ctx, nil) {
 		if err != nil {
 			return fail(session, fmt.Errorf("list tools: %w", err))
 		}
-		tools = append(tools, newTool(s, session, tool))
+		name := ToolName(s.name, tool.Name)
+		if names[name] { // another tool's name once sanitized: the model APIs refuse a repeat
+			name = distinctName(s.name, tool.Name)
+		}
+		names[name] = true
+		tools = append(tools, newTool(s, session, tool, name))
 	}
 	return session, c.stop, tools, nil
 }
