@@ -36,6 +36,15 @@ func FuzzRules(f *testing.F) {
 		mcpCall := tools.Call{Name: "mcp__srv__tool", Input: json.RawMessage(`{}`)}
 		rules.Deny(mcpCall)
 		rules.Allowed(mcpCall, tools.ModeDefault)
+		// The command's text as a path of each file tool: path rules never panic either,
+		// and a path they deny is never approved.
+		for _, tool := range []string{tools.NameWriteFile, tools.NameEdit, tools.NameReadFile, tools.NameGlob, tools.NameGrep} {
+			fc := fileCall(tool, command)
+			_, d := rules.Deny(fc)
+			if a := rules.Allowed(fc, tools.ModeDefault); d && a {
+				t.Fatalf("%s %q is denied and approved", tool, command)
+			}
+		}
 		_, denied := rules.Deny(call)
 		allowed := rules.Allowed(call, tools.ModeAutoEdit)
 		if _, err := shellcmd.Parse(command); err != nil && allowed {
