@@ -31,6 +31,10 @@ const (
 // DefaultStartTimeout bounds a server's start when Options.StartTimeout is zero.
 const DefaultStartTimeout = 30 * time.Second
 
+// DefaultCallTimeout bounds one tool call when Options.CallTimeout is zero: the longest
+// a shell command may run (tools.MaxShellTimeout).
+const DefaultCallTimeout = 10 * time.Minute
+
 // Options configure a Manager.
 type Options struct {
 	// Servers are the configured servers, by name. More can be added with Add.
@@ -43,6 +47,9 @@ type Options struct {
 	// StartTimeout bounds one server's start: the process or the HTTP connection, the
 	// handshake and the tool list (default DefaultStartTimeout).
 	StartTimeout time.Duration
+	// CallTimeout bounds one tool call: a server that does not answer within it gives
+	// the model an error result, and the agent goes on (default DefaultCallTimeout).
+	CallTimeout time.Duration
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
 	// ClientName and ClientVersion identify stoke to the servers.
@@ -89,6 +96,8 @@ type server struct {
 	// the server hands back: a server that echoes its token must not put it in a
 	// transcript, an event or a trace.
 	creds *secrets.Policy
+	// callTimeout bounds each call of its tools (Options.CallTimeout).
+	callTimeout time.Duration
 	// started is set (under Manager.mu) when its start begins; done is closed when the
 	// start has finished, after which session, tools, stop and err do not change.
 	started bool
@@ -106,6 +115,9 @@ type server struct {
 func NewManager(opts Options) *Manager {
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = DefaultStartTimeout
+	}
+	if opts.CallTimeout <= 0 {
+		opts.CallTimeout = DefaultCallTimeout
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -126,7 +138,7 @@ func NewManager(opts Options) *Manager {
 			&sdk.ClientOptions{Capabilities: &sdk.ClientCapabilities{}}),
 	}
 	for name, c := range opts.Servers {
-		m.servers[name] = newServer(name, c)
+		m.servers[name] = newServer(name, c, opts.CallTimeout)
 	}
 	return m
 }
@@ -146,12 +158,13 @@ func (m *Manager) Add(name string, c ServerConfig) error {
 		}
 		return fmt.Errorf("server %q (%s): %w (%s)", name, c.Source, ErrConflict, s.conf.Source)
 	}
-	m.servers[name] = newServer(name, c)
+	m.servers[name] = newServer(name, c, m.opts.CallTimeout)
 	return nil
 }
 
-func newServer(name string, c ServerConfig) *server {
-	return &server{name: name, conf: c, creds: secrets.New(secrets.Config{Values: c.credentials()}), done: make(chan struct{})}
+func newServer(name string, c ServerConfig, callTimeout time.Duration) *server {
+	return &server{name: name, conf: c, creds: secrets.New(secrets.Config{Values: c.credentials()}),
+		callTimeout: callTimeout, done: make(chan struct{})}
 }
 
 // Has reports whether name is registered.
@@ -351,11 +364,17 @@ func (m *Manager) connect(ctx context.Context, s *server) (*sdk.ClientSession, f
 		return fail(nil, err)
 	}
 	var tools []*Tool
+	names := map[string]bool{}
 	for tool, err := range session.Tools(ctx, nil) {
 		if err != nil {
 			return fail(session, fmt.Errorf("list tools: %w", err))
 		}
-		tools = append(tools, newTool(s, session, tool))
+		name := ToolName(s.name, tool.Name)
+		if names[name] { // another tool's name once sanitized: the model APIs refuse a repeat
+			name = distinctName(s.name, tool.Name)
+		}
+		names[name] = true
+		tools = append(tools, newTool(s, session, tool, name))
 	}
 	return session, c.stop, tools, nil
 }

@@ -223,6 +223,26 @@ func TestManagerToolErrorsAreResults(t *testing.T) {
 			t.Errorf("block = %+v, want an error result naming the cause", res)
 		}
 	})
+	t.Run("the server does not answer", func(t *testing.T) {
+		m := NewManager(Options{Servers: map[string]ServerConfig{"slow": stdio("srv-slow")}, Dial: p.dial,
+			StartTimeout: 10 * time.Second, CallTimeout: 20 * time.Millisecond})
+		t.Cleanup(m.Close)
+		ts := m.Tools(t.Context(), "slow")
+		// The caller's context outlives the call's bound by far: what ends the call is
+		// CallTimeout, not the caller.
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		res := run(t, ctx, ts, "mcp__slow__block", `{}`)
+		if !res.IsError || !strings.Contains(res.Content, `MCP server "slow": block did not answer within 20ms`) {
+			t.Errorf("block = %+v, want an error result saying the call timed out", res)
+		}
+		if st := statusOf(m, "slow"); st.Status != StatusConnected {
+			t.Errorf("status after a timed-out call: %+v, want still connected", st)
+		}
+		if res := run(t, ctx, ts, "mcp__slow__echo", `{"message":"x"}`); res.IsError || res.Content != "echo: x" {
+			t.Errorf("echo after a timed-out call = %+v", res)
+		}
+	})
 	t.Run("the server no longer has the tool", func(t *testing.T) {
 		p.srv.RemoveTools("echo")
 		res := run(t, t.Context(), ts, "mcp__a__echo", `{"message":"x"}`)

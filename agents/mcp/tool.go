@@ -2,6 +2,8 @@ package mcp
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,11 +23,30 @@ const Prefix = "mcp__"
 // Claude Code's default for MCP output).
 const maxResultChars = 100_000
 
+// maxToolName is the longest tool name OpenAI's API accepts.
+const maxToolName = 64
+
 // ToolName is the name the model sees for tool of server: mcp__<server>__<tool>, with
 // every character other than ASCII letters, digits, _ and - replaced by _ (the names
 // model APIs accept).
+// A name longer than the APIs accept is cut, and ends in a hash of server and tool
+// (distinctName).
 func ToolName(server, tool string) string {
-	return Prefix + llm.SanitizeName(server) + "__" + llm.SanitizeName(tool)
+	name := Prefix + llm.SanitizeName(server) + "__" + llm.SanitizeName(tool)
+	if len(name) > maxToolName {
+		return distinctName(server, tool)
+	}
+	return name
+}
+
+// distinctName is the name of tool of server cut to leave room for "_" and 8 hex digits
+// of a hash of both: a name of its own for a tool whose ToolName is too long, or is
+// already another tool's once sanitized ("get.x" and "get_x").
+func distinctName(server, tool string) string {
+	sum := sha256.Sum256([]byte(server + "\x00" + tool))
+	suffix := "_" + hex.EncodeToString(sum[:4])
+	name := Prefix + llm.SanitizeName(server) + "__" + llm.SanitizeName(tool)
+	return name[:min(len(name), maxToolName-len(suffix))] + suffix
 }
 
 // ServerPrefix is the start of the names of server's tools: mcp__<server>__.
@@ -40,13 +61,13 @@ type Tool struct {
 	spec    llm.ToolSpec
 }
 
-func newTool(s *server, session *sdk.ClientSession, t *sdk.Tool) *Tool {
+func newTool(s *server, session *sdk.ClientSession, t *sdk.Tool, name string) *Tool {
 	desc := t.Description
 	if desc == "" {
 		desc = t.Title
 	}
 	return &Tool{server: s, session: session, name: t.Name, spec: llm.ToolSpec{
-		Name:        ToolName(s.name, t.Name),
+		Name:        name,
 		Description: desc,
 		Parameters:  inputSchema(t.InputSchema),
 	}}
@@ -66,17 +87,21 @@ func (t *Tool) Run(ctx context.Context, call tools.Call) tools.Result {
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
 	}
-	res, err := t.session.CallTool(ctx, &sdk.CallToolParams{Name: t.name, Arguments: args})
+	callCtx, cancel := context.WithTimeout(ctx, t.server.callTimeout)
+	defer cancel()
+	res, err := t.session.CallTool(callCtx, &sdk.CallToolParams{Name: t.name, Arguments: args})
 	if err != nil {
 		var answered *jsonrpc.Error
-		if !errors.As(err, &answered) && ctx.Err() == nil {
+		switch {
+		case ctx.Err() != nil:
+			return tools.Errorf("MCP server %q: %s failed: cancelled: %v", t.server.name, t.name, context.Cause(ctx))
+		case callCtx.Err() != nil:
+			// The server may still answer later calls: it stays connected.
+			return tools.Errorf("MCP server %q: %s did not answer within %s; the call was cancelled", t.server.name, t.name, t.server.callTimeout)
+		case !errors.As(err, &answered):
 			t.server.markLost(err) // not an answer from the server: the transport failed
 		}
-		msg := redact(err.Error(), t.server.conf.secrets())
-		if ctx.Err() != nil {
-			msg = fmt.Sprintf("cancelled: %v", context.Cause(ctx))
-		}
-		return tools.Errorf("MCP server %q: %s failed: %s", t.server.name, t.name, msg)
+		return tools.Errorf("MCP server %q: %s failed: %s", t.server.name, t.name, redact(err.Error(), t.server.conf.secrets()))
 	}
 	return tools.Result{Content: t.server.creds.Redact(resultText(res)), IsError: res.IsError}
 }

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -67,5 +68,51 @@ func TestResultText(t *testing.T) {
 	}
 	if body, _, _ := strings.Cut(got, "\n[output"); strings.ContainsRune(body, '\uFFFD') || len(body)%2 != 0 {
 		t.Errorf("the cut splits a character")
+	}
+}
+
+// Model APIs refuse a request whose tool names repeat one, and OpenAI's one whose tool
+// names are longer than 64 characters: one such tool of one server would fail every model
+// call of the run. Long names are shortened, and names that collide once sanitized are
+// told apart, each the same way every run.
+func TestToolNamesTheModelAPIsAccept(t *testing.T) {
+	long := strings.Repeat("list_pull_request_review_comments_", 2)
+	a, b := ToolName("github-enterprise", long+"a"), ToolName("github-enterprise", long+"b")
+	for _, n := range []string{a, b} {
+		if len(n) > maxToolName || !strings.HasPrefix(n, "mcp__github-enterprise__list_pull") {
+			t.Errorf("ToolName = %q (%d characters), want at most %d, starting with the server's prefix", n, len(n), maxToolName)
+		}
+	}
+	if a == b {
+		t.Errorf("two long tools share the name %q", a)
+	}
+	if again := ToolName("github-enterprise", long+"a"); again != a {
+		t.Errorf("ToolName is not stable: %q, then %q", a, again)
+	}
+
+	p := newInproc()
+	for _, name := range []string{"get.thing", "get_thing", "get thing"} {
+		sdk.AddTool(p.srv, &sdk.Tool{Name: name, Description: name},
+			func(_ context.Context, _ *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, any, error) {
+				return text("I am " + name), nil, nil
+			})
+	}
+	m := newTestManager(t, p, "s")
+	ts := m.Tools(t.Context(), "s")
+	seen := map[string]bool{}
+	for _, n := range toolNames(ts) {
+		if seen[n] {
+			t.Errorf("the name %q is offered twice: %v", n, toolNames(ts))
+		}
+		seen[n] = true
+	}
+	answers := map[string]bool{}
+	for _, n := range toolNames(ts) {
+		if strings.Contains(n, "thing") {
+			answers[run(t, t.Context(), ts, n, `{}`).Content] = true
+		}
+	}
+	if len(answers) != 3 {
+		t.Errorf("the three colliding tools answered %v, want each its own", answers)
 	}
 }

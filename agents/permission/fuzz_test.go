@@ -1,6 +1,7 @@
 package permission
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/tidwall/gjson"
@@ -22,6 +23,7 @@ func FuzzRules(f *testing.F) {
 		{"cat <(ls) | tee a >> b 2>&1", "Bash(cat:*)", "Read(a)"},
 		{"f() { g; }; f & wait", "Bash(f)", "Bash(g)"},
 		{"for i in $(seq 3); do echo $i; done", "Bash(seq:*)", "Bash(git * main)"},
+		{"mcp__srv__tool", "mcp__*", "mcp__srv"},
 	} {
 		f.Add(s[0], s[1], s[2])
 	}
@@ -30,6 +32,19 @@ func FuzzRules(f *testing.F) {
 		rules := New(w, []string{allow, "Bash"}, []string{deny})
 		call := shellCall(command)
 		command = gjson.GetBytes(call.Input, "command").String() // what the tool runs: valid UTF-8
+		// An MCP call under the same rules: never a panic, whatever the rule's text.
+		mcpCall := tools.Call{Name: "mcp__srv__tool", Input: json.RawMessage(`{}`)}
+		rules.Deny(mcpCall)
+		rules.Allowed(mcpCall, tools.ModeDefault)
+		// The command's text as a path of each file tool: path rules never panic either,
+		// and a path they deny is never approved.
+		for _, tool := range []string{tools.NameWriteFile, tools.NameEdit, tools.NameReadFile, tools.NameGlob, tools.NameGrep} {
+			fc := fileCall(tool, command)
+			_, d := rules.Deny(fc)
+			if a := rules.Allowed(fc, tools.ModeDefault); d && a {
+				t.Fatalf("%s %q is denied and approved", tool, command)
+			}
+		}
 		_, denied := rules.Deny(call)
 		allowed := rules.Allowed(call, tools.ModeAutoEdit)
 		if _, err := shellcmd.Parse(command); err != nil && allowed {

@@ -67,7 +67,8 @@ func family(tool string) []string {
 }
 
 // covers reports whether r applies to calls of tool. An MCP rule names one tool
-// (mcp__server__tool) or every tool of a server (mcp__server, mcp__server__*).
+// (mcp__server__tool), every tool of a server (mcp__server, mcp__server__*), or every
+// MCP tool (mcp__*).
 func (r Rule) covers(tool string) bool {
 	for _, t := range family(r.Tool) {
 		if t == tool {
@@ -75,11 +76,15 @@ func (r Rule) covers(tool string) bool {
 		}
 	}
 	const mcpPrefix = "mcp__"
-	if !strings.HasPrefix(r.Tool, mcpPrefix) || !strings.HasPrefix(tool, mcpPrefix) {
+	rest, ok := strings.CutPrefix(r.Tool, mcpPrefix)
+	if !ok || !strings.HasPrefix(tool, mcpPrefix) {
 		return false
 	}
-	server := strings.TrimSuffix(r.Tool, "__*")
-	return strings.HasPrefix(tool, server+"__") && !strings.Contains(server[len(mcpPrefix):], "__")
+	if rest == "*" {
+		return true
+	}
+	server := strings.TrimSuffix(rest, "__*")
+	return server != "" && !strings.Contains(server, "__") && strings.HasPrefix(tool, mcpPrefix+server+"__")
 }
 
 // unknownWord stands for a word that is not literal when a command is rendered as text:

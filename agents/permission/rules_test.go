@@ -157,6 +157,11 @@ func TestShellDenied(t *testing.T) {
 		{"sh -c \"echo a; rm victim\"", true},
 		{"eval rm victim", true},
 		{"bash -c \"$CMD\"", true},
+		{"echo 'rm victim' | sh", true},
+		{"bash <<< 'rm victim'", true},
+		{"sh -s x < cmds.txt", true},
+		{"bash - < cmds.txt", true},
+		{"bash scripts/test.sh", false},
 		{"$RM victim", true},
 		{"git push origin main", true},
 		{"git status", false},
@@ -276,6 +281,19 @@ func TestRuleNames(t *testing.T) {
 		if got := servers.Allowed(call, tools.ModeDefault); got != tt.allow {
 			t.Errorf("Allowed(%s) = %v, want %v", tt.name, got, tt.allow)
 		}
+	}
+	// mcp__* covers every MCP tool (a deny rule of them all must not fail open); rules
+	// too short to name a server cover none and do not panic.
+	all := New(w, []string{"mcp__*"}, []string{"mcp__*", "mcp__", "mcp___*", "mcp____*"})
+	for _, name := range []string{"mcp__web__fetch", "mcp__fs__read"} {
+		call := tools.Call{Name: name, Input: json.RawMessage(`{}`)}
+		if _, denied := all.Deny(call); !denied {
+			t.Errorf("Deny(%s) under mcp__* = false, want true", name)
+		}
+	}
+	short := New(w, []string{"mcp__", "mcp___*", "mcp____*", "mcp_*"}, nil)
+	if call := (tools.Call{Name: "mcp__web__fetch", Input: json.RawMessage(`{}`)}); short.Allowed(call, tools.ModeDefault) {
+		t.Errorf("a rule naming no server allowed %s", call.Name)
 	}
 	if r := ParseRule(" Bash( npm run:* ) "); r.Tool != tools.NameShell || r.Pattern != "npm run:*" {
 		t.Errorf("ParseRule = %+v", r)

@@ -207,7 +207,8 @@ func shells() map[string]bool {
 // Inner returns the command line c runs as a string, when it is literal: the argument
 // of -c for a shell (bash -c '…', sh -ec '…'), and the joined arguments of eval.
 // inner is false when c runs no such string; literal is false when it does but the
-// string cannot be known without running anything.
+// string cannot be known without running anything, as for a shell that reads its
+// commands from stdin (echo 'rm x' | sh, bash <<< …, sh -s).
 func (c Command) Inner() (src string, inner, literal bool) {
 	name, ok := c.Name()
 	if !ok {
@@ -224,7 +225,9 @@ func (c Command) Inner() (src string, inner, literal bool) {
 		}
 		return strings.Join(parts, " "), true, true
 	case shells()[base]:
-		hasC := false
+		// Without -c a shell runs a script file, or, with no file named (or with -s, or
+		// the operand -), the commands it reads from stdin: those cannot be known.
+		hasC, stdin := false, false
 		args := c.Words[1:]
 		for i := 0; i < len(args); i++ {
 			w := args[i]
@@ -233,29 +236,33 @@ func (c Command) Inner() (src string, inner, literal bool) {
 			}
 			switch v := w.Value; {
 			case v == "--" || v == "-":
-				if i+1 < len(args) && hasC {
+				switch {
+				case i+1 < len(args) && hasC:
 					return args[i+1].Value, true, args[i+1].Literal
+				case hasC, v == "-", stdin, i+1 == len(args):
+					return "", true, false
 				}
-				return "", hasC, false
+				return "", false, false // bash -- script.sh
 			case strings.HasPrefix(v, "--"):
 				continue // --norc, --login, ...
 			case len(v) > 1 && (v[0] == '-' || v[0] == '+'):
 				if v[0] == '-' && strings.ContainsRune(v[1:], 'c') {
 					hasC = true
 				}
+				if v[0] == '-' && strings.ContainsRune(v[1:], 's') {
+					stdin = true
+				}
 				if strings.ContainsAny(v[1:], "oO") {
 					i++ // -o pipefail
 				}
 				continue
 			}
-			if !hasC {
-				return "", false, false // bash script.sh
+			if hasC {
+				return w.Value, true, true
 			}
-			return w.Value, true, true
+			return "", stdin, false // bash script.sh, or sh -s with arguments
 		}
-		if hasC {
-			return "", true, false
-		}
+		return "", true, false // bash -c with nothing to run, or a shell reading stdin
 	}
 	return "", false, false
 }

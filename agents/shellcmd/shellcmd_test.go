@@ -107,7 +107,11 @@ func TestInner(t *testing.T) {
 		{"bash -c -- 'rm x'", "rm x", true, true},
 		{"bash -c \"$S\"", "", true, false},
 		{"bash script.sh", "", false, false},
-		{"bash", "", false, false},
+		{"bash", "", true, false}, // reads its commands from stdin
+		{"sh -s a b", "", true, false},
+		{"bash -x -", "", true, false},
+		{"bash -- script.sh", "", false, false},
+		{"bash -x script.sh arg", "", false, false},
 		{"eval rm x", "rm x", true, true},
 		{"eval \"$X\"", "", true, false},
 		{"echo -c x", "", false, false},
