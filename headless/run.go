@@ -175,10 +175,10 @@ func newSession(ctx context.Context, opts Options, cp *sdkhost.ControlPlane) (_ 
 		s.meter = &meter{}
 	}
 	sdk := s.newHost(ctx, cp, model)
-	var lifecycle agents.Lifecycle = s.mb
+	var lifecycle agents.Lifecycle = agents.Lifecycles(s.mb, failureLog{logger: opts.Logger, secrets: opts.Secrets})
 	if sdk != nil {
 		s.host = sdk
-		lifecycle = agents.Lifecycles(s.mb, sdk)
+		lifecycle = agents.Lifecycles(lifecycle, sdk)
 		if opts.sdkMode() {
 			s.surface = sdk.Surface
 		}
