@@ -106,9 +106,10 @@ const (
 	// DefaultMaxRetained caps the settled rows a registry keeps, and the completed ones a
 	// resumed session brings back.
 	DefaultMaxRetained = 100
-	// DefaultMaxTurns caps the model calls of one parent turn (--max-turns): a prompt, or
-	// a turn taken to read notifications. A model that keeps calling tools ends with
-	// error_max_turns instead of running unbounded.
+	// DefaultMaxTurns caps the parent's model calls per prompt (--max-turns), the turns
+	// taken to read the notifications that follow it included. A model that keeps calling
+	// tools, or launches an agent for every notification, ends with error_max_turns
+	// instead of running unbounded.
 	DefaultMaxTurns = 100
 	// DefaultMaxSteps caps the model calls of one subagent turn in a run
 	// (RegistryConfig.MaxSteps), lowered by a definition's MaxTurns.

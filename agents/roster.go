@@ -78,7 +78,7 @@ func blockedReason(sess *store.Session, s Sidecar, o RosterOptions) string {
 	case s.Isolation == "worktree":
 		return "it ran in a temporary git worktree that no longer exists"
 	case o.CWD != "" && s.CWD != "" && filepath.Clean(s.CWD) != filepath.Clean(o.CWD):
-		return fmt.Sprintf("it ran in %s, not in this session's working directory %s (to move a session, use stoke sessions export and import)", s.CWD, o.CWD)
+		return fmt.Sprintf("it ran in %s, not in this run's working directory %s (to move a session, use stoke sessions export and import)", s.CWD, o.CWD)
 	case row.Status == StatusQueued && row.Turn <= 1:
 		return "it was queued and never started; launch it again"
 	case row.Transcript == "":

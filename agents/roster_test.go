@@ -135,7 +135,7 @@ func TestLoadRoster(t *testing.T) {
 	}
 	want := map[TaskID]string{ // id -> blocked reason fragment ("" = continuable)
 		tid(1): "", tid(2): "", tid(4): "", tid(7): "transcript is missing", tid(8): "belongs to task",
-		tid(9): "worktree", tid(10): "/elsewhere",
+		tid(9): "worktree", tid(10): "it ran in /elsewhere, not in this run's working directory /work/repo",
 		tid(15): "leaves its session directory", tid(0): "leaves its session directory",
 		TaskID("a" + strings.Repeat("f", 15) + "e"): "holds no history",
 		TaskID("a" + strings.Repeat("e", 15) + "f"): "its transcript cannot be read: its first line is not the task's meta record",

@@ -158,6 +158,10 @@ func (r *Runtime) Tools() *tools.Set { return r.tools }
 // Close marks the runtime disposed; later Executes fail with ErrDisposed. Idempotent.
 func (r *Runtime) Close() { r.closeOnce.Do(func() { r.closed.Store(true) }) }
 
+// SetMaxSteps changes the cap on model calls of the Executes that follow (0: none). Call
+// it between turns, never while one runs.
+func (r *Runtime) SetMaxSteps(n int) { r.cfg.MaxSteps = n }
+
 // Execute runs one turn for instruction: it appends it as a user turn and loops model calls
 // and tool rounds until the model answers without tool calls. Only one Execute may run at a
 // time; a concurrent call fails with ErrBusy. Statistics reset for each call.

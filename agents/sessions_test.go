@@ -210,4 +210,30 @@ func TestForkAndBindSidecars(t *testing.T) {
 	if sc, _ := DecodeSidecar(moved, tid(1), nil); sc.CWD != cwd {
 		t.Errorf("a row that ran elsewhere was bound: %+v", sc)
 	}
+
+	// A sidecar written when transcript paths were stored absolute names the exporting
+	// machine's session directory: its own transcript there becomes the imported
+	// session's; any other path is kept (and stays blocked by the roster).
+	for abs, want := range map[string]string{
+		"/home/ci/.stoke/projects/-work-repo/" + src + "/agents/" + string(tid(1)) + ".jsonl":  filepath.Join("agents", string(tid(1))+".jsonl"),
+		"/home/ci/.stoke/projects/-work-repo/" + fork + "/agents/" + string(tid(1)) + ".jsonl": "/home/ci/.stoke/projects/-work-repo/" + fork + "/agents/" + string(tid(1)) + ".jsonl",
+		"/home/ci/.stoke/projects/-work-repo/" + src + "/agents/" + string(tid(2)) + ".jsonl":  "/home/ci/.stoke/projects/-work-repo/" + src + "/agents/" + string(tid(2)) + ".jsonl",
+	} {
+		old, err := DecodeSidecar(data, tid(1), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		old.Transcript = abs
+		raw, err := EncodeSidecar(old, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := bind(store.Info{SessionID: src, CWD: cwd}, string(tid(1)), raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sc, _ := DecodeSidecar(out, tid(1), nil); sc.Transcript != want {
+			t.Errorf("transcript %s bound as %q, want %q", abs, sc.Transcript, want)
+		}
+	}
 }

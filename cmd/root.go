@@ -222,7 +222,7 @@ func addRunFlags(f *pflag.FlagSet) {
 	f.StringP("model", "m", "", "model name passed to the provider (openai default "+defaultOpenAIModel+")")
 	f.String("base-url", "", "provider endpoint (OpenAI-compatible: ends in /v1)")
 	f.String("scenario", "", "scenario `FILE` for the scripted provider")
-	f.Int("max-turns", agents.DefaultMaxTurns, "cap on parent model calls per turn (a prompt, or a turn reading notifications); 0: no cap")
+	f.Int("max-turns", agents.DefaultMaxTurns, "cap on parent model calls per prompt, the turns reading the notifications that follow it included; 0: no cap")
 	f.Duration("timeout", 0, "whole-run deadline, e.g. 10m (0: none)")
 	f.Duration("request-timeout", defaultRequestTimeout, "limit on one model request, streamed answer included")
 	f.String("approval-mode", string(tools.ModeDefault), tools.ModeNames(" | "))

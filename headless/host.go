@@ -198,6 +198,7 @@ func (s *session) userTurn(ctx context.Context, msg llm.Message, perTurnResult b
 			return nil
 		}
 	}
+	s.promptCalls = 0 // a new prompt: --max-turns counts afresh
 	return s.turn(ctx, msg, perTurnResult)
 }
 

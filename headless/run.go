@@ -132,6 +132,9 @@ type session struct {
 
 	// per-run accounting of the parent
 	parentTurns int // prompts and notification turns, for trace spans
+	// promptCalls counts the parent's model calls since the last user prompt, the turns
+	// reading the notifications that followed it included: --max-turns caps them.
+	promptCalls int
 	numTurns    int
 	apiTime     time.Duration
 	lastText    string
@@ -478,6 +481,15 @@ func (s *session) turn(ctx context.Context, msg llm.Message, perTurnResult bool)
 	s.checkWorkspace()
 	tctx, endTurn := s.beginTurn(ctx) // the budget and the host's interrupt cancel tctx
 	defer endTurn()
+	if s.opts.MaxTurns > 0 {
+		// What the prompt's turns have left of --max-turns: a model that launches an agent
+		// for every notification it reads stops there too.
+		left := s.opts.MaxTurns - s.promptCalls
+		if left <= 0 {
+			return fmt.Errorf("%w: %w (%d)", ErrMaxTurns, agents.ErrMaxSteps, s.opts.MaxTurns)
+		}
+		s.parent.SetMaxSteps(left)
+	}
 	s.parentTurns++
 	tctx, span := trace.StartTurn(tctx, s.opts.Tracer, trace.TurnInfo{SessionID: s.id, Agent: "parent", Turn: s.parentTurns})
 	res, err := s.parent.Execute(tctx, msg)
@@ -496,6 +508,7 @@ func (s *session) turn(ctx context.Context, msg llm.Message, perTurnResult bool)
 		return err
 	}
 	s.numTurns += res.Stats.ModelCalls
+	s.promptCalls += res.Stats.ModelCalls
 	s.apiTime += res.Stats.APIDuration
 	s.lastText = res.FinalText
 	switch res.Reason {
@@ -507,6 +520,10 @@ func (s *session) turn(ctx context.Context, msg llm.Message, perTurnResult bool)
 		}
 		return nil
 	case agents.ReasonMaxTurns:
+		if !errors.Is(res.Err, agents.ErrStopLoop) {
+			// The cap the user set, not what was left of it for this turn.
+			return fmt.Errorf("%w: %w (%d)", ErrMaxTurns, agents.ErrMaxSteps, s.opts.MaxTurns)
+		}
 		return fmt.Errorf("%w: %w", ErrMaxTurns, res.Err)
 	case agents.ReasonError:
 		if errors.Is(res.Err, sdkhost.ErrMaxSessionTurns) {
