@@ -111,21 +111,13 @@ func (c ServerConfig) secrets() []string {
 	for _, v := range c.Headers {
 		out = append(out, v)
 	}
-	if u, err := url.Parse(c.URL); err == nil && c.URL != "" {
-		if p, ok := u.User.Password(); ok {
-			out = append(out, p)
-		}
-		for _, vs := range u.Query() {
-			out = append(out, vs...)
-		}
-	}
-	return out
+	return append(out, urlSecrets(c.URL)...)
 }
 
 // credentials returns the values of c that are credentials, to be cut out of what the
 // server hands back (its tool results): the values of the env entries and headers whose
-// names name a credential (credentialName), and the token of "Bearer <token>", the passwords of URLs in env values, and the
-// URL's password and query values. The other env values (paths, log levels, endpoints)
+// names name a credential (credentialName), and the token of "Bearer <token>", the
+// passwords of URLs in env values, and the URL's password and query values. The other env values (paths, log levels, endpoints)
 // stay: cutting them out would mangle the results that mention them.
 func (c ServerConfig) credentials() []string {
 	var out []string
@@ -143,13 +135,22 @@ func (c ServerConfig) credentials() []string {
 			}
 		}
 	}
-	if u, err := url.Parse(c.URL); err == nil && c.URL != "" {
-		if p, ok := u.User.Password(); ok {
-			out = append(out, p)
-		}
-		for _, vs := range u.Query() {
-			out = append(out, vs...)
-		}
+	return append(out, urlSecrets(c.URL)...)
+}
+
+// urlSecrets returns the password and the query values of a server's URL ("" or a URL
+// that does not parse: none).
+func urlSecrets(raw string) []string {
+	u, err := url.Parse(raw)
+	if err != nil || raw == "" {
+		return nil
+	}
+	var out []string
+	if p, ok := u.User.Password(); ok {
+		out = append(out, p)
+	}
+	for _, vs := range u.Query() {
+		out = append(out, vs...)
 	}
 	return out
 }
