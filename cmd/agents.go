@@ -76,6 +76,18 @@ func listAgents(_ context.Context, opts AgentsListOptions) error {
 	for _, w := range warnings {
 		fmt.Fprintln(opts.Err, "stoke: warning:", w)
 	}
+	if pid := found.Session.DeadWriter(); pid > 0 {
+		n := 0
+		for i := range rows {
+			if rows[i].Status.Active() {
+				rows[i].Status = agents.StatusPaused
+				n++
+			}
+		}
+		if n > 0 {
+			fmt.Fprintf(opts.Err, "stoke: warning: the run that wrote session %s (pid %d) ended without closing it; its %d running or queued agent(s) are listed as paused, as --resume takes them\n", found.Info.SessionID, pid, n)
+		}
+	}
 	if opts.JSON {
 		if rows == nil {
 			rows = []agents.Sidecar{}

@@ -136,6 +136,20 @@ func (s *Session) lock(ctx context.Context, wait time.Duration, mode int) (*Lock
 	return &Lock{f: f}, nil
 }
 
+// DeadWriter returns the pid recorded by the session's last writer when that process no
+// longer exists on this machine: a run killed without closing the session (SIGKILL, a
+// crash), whose running agents a resume takes as paused. It is 0 when the writer lives,
+// none was recorded, or the platform cannot tell. It neither takes nor tests the lock (a
+// reader must never make a writer wait), so a writer in another pid namespace sharing
+// the directory looks dead.
+func (s *Session) DeadWriter() int {
+	pid := holderPID(filepath.Join(s.dir, lockFile))
+	if pid == 0 || pid == os.Getpid() || !processGone(pid) {
+		return 0
+	}
+	return pid
+}
+
 // holderPID reads the pid the lock's holder wrote (0 when there is none yet).
 func holderPID(path string) int {
 	data, err := os.ReadFile(path)

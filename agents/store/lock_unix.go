@@ -30,3 +30,8 @@ func tryLock(f *os.File, exclusive bool) (bool, error) {
 		}
 	}
 }
+
+// processGone reports whether no process has that pid (EPERM: one exists that is not ours).
+func processGone(pid int) bool {
+	return errors.Is(unix.Kill(pid, 0), unix.ESRCH)
+}
