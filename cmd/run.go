@@ -53,6 +53,9 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, args []strin
 		k.log(logger)
 	}
 	claude.log(logger)
+	if err := hideEnviron(); err != nil {
+		logger.Warn("cannot hide the environment from child processes", "err", err)
+	}
 	if cfg.Scenario != "" && cfg.Provider != providerScripted {
 		logger.Warn("scenario ignored: it is used only by the scripted provider", "provider", cfg.Provider, "scenario", cfg.Scenario)
 	}

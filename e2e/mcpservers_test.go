@@ -59,8 +59,11 @@ func setupMCP(env *testscript.Env) {
 
 // condition answers the scripts' custom conditions: [mcp].
 func condition(cond string) (bool, error) {
-	if cond == "mcp" {
+	switch cond {
+	case "mcp":
 		return mcpBin() != "", nil
+	case "ptrace":
+		return canPtrace(), nil
 	}
 	return false, fmt.Errorf("unknown condition %q", cond)
 }
