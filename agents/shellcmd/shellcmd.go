@@ -205,7 +205,8 @@ func shells() map[string]bool {
 }
 
 // Inner returns the command line c runs as a string, when it is literal: the argument
-// of -c for a shell (bash -c '…', sh -ec '…'), and the joined arguments of eval.
+// of -c for a shell (bash -c '…', sh -ec '…'), of -c/--command for flock, su, runuser
+// and script, and the joined arguments of eval, watch and sg.
 // inner is false when c runs no such string; literal is false when it does but the
 // string cannot be known without running anything, as for a shell that reads its
 // commands from stdin (echo 'rm x' | sh, bash <<< …, sh -s).
@@ -218,6 +219,50 @@ func (c Command) Inner() (src string, inner, literal bool) {
 	case base == "eval":
 		var parts []string
 		for _, w := range c.Words[1:] {
+			if !w.Literal {
+				return "", true, false
+			}
+			parts = append(parts, w.Value)
+		}
+		return strings.Join(parts, " "), true, true
+	case len(stringOptions(base)) > 0:
+		// flock f -c '…', su -c '…' user, script -c '…' log: the string is the command
+		// line. Without one, su and script start a shell that reads stdin; flock runs
+		// its command (Unwrapped).
+		args := c.Words[1:]
+		for i, w := range args {
+			if !w.Literal {
+				return "", true, false
+			}
+			if !isStringOption(base, w.Value) {
+				continue
+			}
+			if _, v, ok := strings.Cut(w.Value, "="); ok {
+				return v, true, true
+			}
+			if i+1 < len(args) && args[i+1].Literal {
+				return args[i+1].Value, true, true
+			}
+			return "", true, false
+		}
+		return "", base != "flock", false
+	case base == "watch" || base == "sg":
+		// watch [options] command…, sg group [-c] command…: the words, joined, are run by sh -c
+		args := c.Words[1:]
+		for len(args) > 0 && args[0].Literal && strings.HasPrefix(args[0].Value, "-") && base == "watch" {
+			if v := args[0].Value; (v == "-n" || v == "--interval") && len(args) > 1 {
+				args = args[1:]
+			}
+			args = args[1:]
+		}
+		if base == "sg" && len(args) > 0 {
+			args = args[1:] // the group
+			if len(args) > 0 && args[0].Literal && args[0].Value == "-c" {
+				args = args[1:]
+			}
+		}
+		var parts []string
+		for _, w := range args {
 			if !w.Literal {
 				return "", true, false
 			}
@@ -280,12 +325,45 @@ func wrappers() map[string]map[string]bool {
 		"xargs":   {"-I": true, "-n": true, "-P": true, "-L": true, "-d": true, "-E": true, "-s": true, "-a": true},
 		"stdbuf":  {"-i": true, "-o": true, "-e": true},
 		"setsid":  {}, "chroot": {}, "ionice": {"-c": true, "-n": true, "-p": true}, "unbuffer": {},
+		"flock":   {"-w": true, "--timeout": true, "-E": true, "--conflict-exit-code": true},
+		"taskset": {}, "chrt": {}, "numactl": {"-N": true, "-m": true, "-C": true, "-i": true, "-p": true},
 	}
 }
 
+// operands are how many operands a wrapper takes before the command it runs: timeout's
+// duration, flock's lock file, taskset's CPU mask, chrt's priority.
+func operands(wrapper string) int {
+	switch wrapper {
+	case "timeout", "flock", "taskset", "chrt":
+		return 1
+	}
+	return 0
+}
+
+// stringOptions are the options with which a wrapper runs a command line given as one
+// string (flock -c '…') instead of a command: Unwrapped stops there and Inner reads it.
+func stringOptions(wrapper string) []string {
+	switch wrapper {
+	case "flock", "su", "runuser", "script":
+		return []string{"-c", "--command"}
+	}
+	return nil
+}
+
+// isStringOption reports whether word is one of wrapper's stringOptions (or its
+// --command=… form).
+func isStringOption(wrapper, word string) bool {
+	for _, o := range stringOptions(wrapper) {
+		if word == o || strings.HasPrefix(word, o+"=") && strings.HasPrefix(o, "--") {
+			return true
+		}
+	}
+	return false
+}
+
 // Unwrapped returns the command that c runs through wrappers such as env, nice, sudo,
-// timeout or xargs (after their options, env's NAME=value words and timeout's
-// duration), with the name shortened to its base name (/bin/rm is rm); ok is false when
+// timeout, flock, taskset or xargs (after their options, env's NAME=value words and
+// their operands: timeout's duration, flock's lock file), with the name shortened to its base name (/bin/rm is rm); ok is false when
 // a word that decides it is not literal. A command without a wrapper comes back with
 // only its name shortened.
 func (c Command) Unwrapped() (Command, bool) {
@@ -304,7 +382,7 @@ func (c Command) Unwrapped() (Command, bool) {
 			return Command{Words: out, Assigns: c.Assigns}, true
 		}
 		rest := words[1:]
-		durationNext := base == "timeout"
+		pending := operands(base)
 		for len(rest) > 0 {
 			w := rest[0]
 			if !w.Literal {
@@ -313,6 +391,9 @@ func (c Command) Unwrapped() (Command, bool) {
 			switch {
 			case w.Value == "--":
 				rest = rest[1:]
+			case isStringOption(base, w.Value):
+				// flock f -c '…': a command line, not a command; Inner reads it
+				return Command{Words: append([]Word{{Value: base, Literal: true}}, words[1:]...), Assigns: c.Assigns}, true
 			case strings.HasPrefix(w.Value, "-"):
 				rest = rest[1:]
 				if opts[w.Value] && len(rest) > 0 {
@@ -322,8 +403,8 @@ func (c Command) Unwrapped() (Command, bool) {
 			case base == "env" && strings.Contains(w.Value, "="):
 				rest = rest[1:]
 				continue
-			case durationNext:
-				durationNext = false
+			case pending > 0:
+				pending--
 				rest = rest[1:]
 				continue
 			}
