@@ -75,32 +75,63 @@ func TestSDKInitializeApplied(t *testing.T) {
 	}
 }
 
+// Agents from initialize join the catalog. Their model is what the SDK wrote, resolved as
+// for agent files: a model-aliases entry maps a Claude alias to a model; without one, the
+// alias means the parent's model.
 func TestSDKAgentsFromInitialize(t *testing.T) {
 	t.Parallel()
-	m := model(t, sdkEcho)
-	h := startHost(t, sdkOpts(t, m))
-	h.request("i", `{"subtype":"initialize","systemPrompt":[""],"agents":{"reviewer":{"description":"Reviews things","prompt":"You review. Codeword: OTTER.","tools":["Read","Grep"],"model":"sonnet"}}}`)
-	h.user("ask the reviewer")
-	init := h.next("init", isSystem("init"))
-	if got := init.Get("agents").String(); got != `["general-purpose","reviewer"]` {
-		t.Errorf("init agents = %s", got)
-	}
-	reply := h.next("the initialize reply", isReply("i"))
-	agents := reply.Get("response.response.agents.#.name").String()
-	if agents != `["general-purpose","reviewer"]` {
-		t.Errorf("initialize reply agents = %s", agents)
-	}
-	res := h.next("the result", isType("result"))
-	if got := res.Get("result").Str; !strings.Contains(got, "reviewer here; OTTER") {
-		t.Errorf("result = %q", got)
-	}
-	if _, err := h.closeStdin(); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	for _, r := range m.Requests() {
-		if r.Agent == "reviewer" && r.Model != "scripted" && r.Model != m.Name() {
-			t.Errorf("reviewer model = %q: a Claude alias must mean the parent's model", r.Model)
-		}
+	for _, tc := range []struct {
+		name    string
+		aliases map[string]string
+		want    string // the reviewer's model; "" for the parent's
+	}{
+		{"alias unmapped", nil, ""},
+		{"alias mapped by model-aliases", map[string]string{"sonnet": "acme-large"}, "acme-large"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			m := model(t, sdkEcho)
+			o := sdkOpts(t, m)
+			o.ModelAliases = tc.aliases
+			h := startHost(t, o)
+			h.request("i", `{"subtype":"initialize","systemPrompt":[""],"agents":{"reviewer":{"description":"Reviews things","prompt":"You review. Codeword: OTTER.","tools":["Read","Grep"],"model":"sonnet"}}}`)
+			h.user("ask the reviewer")
+			init := h.next("init", isSystem("init"))
+			if got := init.Get("agents").String(); got != `["general-purpose","reviewer"]` {
+				t.Errorf("init agents = %s", got)
+			}
+			reply := h.next("the initialize reply", isReply("i"))
+			agents := reply.Get("response.response.agents.#.name").String()
+			if agents != `["general-purpose","reviewer"]` {
+				t.Errorf("initialize reply agents = %s", agents)
+			}
+			res := h.next("the result", isType("result"))
+			if got := res.Get("result").Str; !strings.Contains(got, "reviewer here; OTTER") {
+				t.Errorf("result = %q", got)
+			}
+			if _, err := h.closeStdin(); err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			want := tc.want
+			for _, r := range m.Requests() {
+				if want == "" && r.Agent != "reviewer" {
+					want = r.Model // the parent's
+				}
+			}
+			n := 0
+			for _, r := range m.Requests() {
+				if r.Agent != "reviewer" {
+					continue
+				}
+				n++
+				if r.Model != want {
+					t.Errorf("reviewer model = %q, want %q", r.Model, want)
+				}
+			}
+			if n == 0 {
+				t.Error("the reviewer made no model call")
+			}
+		})
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/stoke-cli/stoke/agents/mcp"
 	"github.com/stoke-cli/stoke/agents/permission"
 	"github.com/stoke-cli/stoke/agents/tools"
+	"github.com/stoke-cli/stoke/headless/sdkhost"
 	"github.com/stoke-cli/stoke/streamjson"
 )
 
@@ -30,6 +31,11 @@ func (s *session) definitions() agents.Catalog {
 		s.opts.Logger.Warn("agent definition", "warning", w)
 	}
 	for _, d := range s.hostAgents() {
+		model, problem := sdkhost.ResolveModel(d.Model, s.opts.ModelAliases, s.opts.Provider)
+		if problem != "" {
+			s.opts.Logger.Warn("agent model: the parent's is used", "subagent_type", d.Name, "source", d.Source, "problem", problem)
+		}
+		d.Model = model
 		cat[d.Name] = d
 	}
 	for _, name := range cat.Names() {

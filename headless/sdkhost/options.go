@@ -243,9 +243,9 @@ func joinPrompt(a, b string) string {
 }
 
 // agentDefinitions converts SDK agent definitions (initialize's agents, --agents) to
-// subagent types, sorted by name. Claude model aliases ("sonnet", "opus", "haiku",
-// "inherit") and claude-* ids mean the parent's model; another model name is kept. Tool
-// names are the dialect's (Claude Code's or Qwen Code's).
+// subagent types, sorted by name. The model is kept as written: ResolveModel turns it
+// into the model the agent runs on when the run builds its catalog. Tool names are the
+// dialect's (Claude Code's or Qwen Code's).
 func agentDefinitions(in map[string]sdkAgent, dialect string) ([]agents.Definition, error) {
 	out := make([]agents.Definition, 0, len(in))
 	for name, a := range in {
@@ -267,9 +267,7 @@ func agentDefinitions(in map[string]sdkAgent, dialect string) ([]agents.Definiti
 			DisallowedTools: canonicalTools(dialect, a.DisallowedTools),
 			Source:          "sdk",
 		}
-		if m := a.Model; m != "" && !claudeModelAlias(m) {
-			d.Model = m
-		}
+		d.Model = strings.TrimSpace(a.Model) // resolved with the run's catalog (ResolveModel)
 		if pm := a.PermissionMode; pm != "" {
 			// Capped by the run's mode when the catalog is built; a mode stoke does not
 			// know is dropped there with a warning.
@@ -293,6 +291,20 @@ func ParseAgentsJSON(data string) ([]agents.Definition, error) {
 		return nil, fmt.Errorf("--agents: %w", err)
 	}
 	return agentDefinitions(in, DialectClaude)
+}
+
+// ResolveModel is the model an SDK-defined agent runs on ("" for the parent's): an entry
+// of aliases (the model-aliases settings) maps what it names, as for agent files;
+// without one, Claude's aliases ("sonnet", "opus", "haiku", "inherit") and claude-* ids
+// mean the parent's model, since the SDKs write them for every agent whatever the
+// provider; another name is kept. problem says why a name that was meant to be honoured
+// falls back to the parent's model ("" when none did).
+func ResolveModel(written string, aliases map[string]string, provider string) (model, problem string) {
+	r := agents.ResolveModel(written, aliases, provider)
+	if r.Alias == "" && claudeModelAlias(written) {
+		return "", ""
+	}
+	return r.Model, r.Problem
 }
 
 func claudeModelAlias(m string) bool {
