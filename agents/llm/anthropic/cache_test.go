@@ -32,28 +32,19 @@ func (a *agent) turn(tb testing.TB, user string) {
 	tb.Helper()
 	a.req.Messages = append(a.req.Messages, llm.UserText(user))
 	for range 10 {
-		msg := llm.Message{Role: llm.RoleAssistant}
-		var text strings.Builder
-		for ev, err := range a.m.Generate(tb.Context(), &a.req) {
-			if err != nil {
-				tb.Fatalf("Generate: %v", err)
-			}
-			switch ev.Kind {
-			case llm.EventTextDelta:
-				text.WriteString(ev.Text)
-			case llm.EventToolCall:
-				msg.Content = append(msg.Content, ev.ToolCall)
-			case llm.EventDone:
-				a.usages = append(a.usages, ev.Usage)
-			}
+		ans, err := llmtest.ReadAnswer(a.m.Generate(tb.Context(), &a.req))
+		if err != nil {
+			tb.Fatalf("Generate: %v", err)
 		}
-		if text.Len() > 0 {
-			msg.Content = append([]llm.Block{llm.TextBlock(text.String())}, msg.Content...)
+		a.usages = append(a.usages, ans.Done.Usage)
+		msg := llm.Message{Role: llm.RoleAssistant, Content: ans.Calls}
+		if ans.Text != "" {
+			msg.Content = append([]llm.Block{llm.TextBlock(ans.Text)}, msg.Content...)
 		}
 		a.req.Messages = append(a.req.Messages, msg)
 		calls := msg.ToolUses()
 		if len(calls) == 0 {
-			a.replies = append(a.replies, text.String())
+			a.replies = append(a.replies, ans.Text)
 			return
 		}
 		results := llm.Message{Role: llm.RoleUser}
