@@ -33,26 +33,15 @@ func cacheSaving(tb testing.TB, turns int) (hot, cold int64) {
 	}
 	for i := range turns {
 		req.Messages = append(req.Messages, llm.UserText(fmt.Sprintf("turn %d: <task-notification>%s</task-notification>", i+1, strings.Repeat("finding ", 100))))
-		var text strings.Builder
-		var u *llm.Usage
-		for ev, err := range m.Generate(tb.Context(), &req) {
-			if err != nil {
-				tb.Fatalf("turn %d: Generate: %v", i+1, err)
-			}
-			switch ev.Kind {
-			case llm.EventTextDelta:
-				text.WriteString(ev.Text)
-			case llm.EventDone:
-				u = new(ev.Usage)
-			}
+		ans, err := llmtest.ReadAnswer(m.Generate(tb.Context(), &req))
+		if err != nil {
+			tb.Fatalf("turn %d: Generate: %v", i+1, err)
 		}
-		if u == nil {
-			tb.Fatalf("turn %d: no final event", i+1)
-		}
+		u := ans.Done.Usage
 		if i > 0 && u.CacheReadInputTokens == 0 {
-			tb.Errorf("turn %d: nothing read from the cache (usage %+v)", i+1, *u)
+			tb.Errorf("turn %d: nothing read from the cache (usage %+v)", i+1, u)
 		}
-		req.Messages = append(req.Messages, llm.Message{Role: llm.RoleAssistant, Content: []llm.Block{llm.TextBlock(text.String())}})
+		req.Messages = append(req.Messages, llm.Message{Role: llm.RoleAssistant, Content: []llm.Block{llm.TextBlock(ans.Text)}})
 		hot += u.InputTokens                           // prompt - cached
 		cold += u.InputTokens + u.CacheReadInputTokens // the whole prompt
 	}
