@@ -35,9 +35,10 @@ func newView(req *llm.Request) *view {
 			}
 		}
 	}
-	v.lastUser = lastUserText(req.Messages)
+	latest := lastUserBlocks(req.Messages)
+	v.lastUser = userText(latest)
 	v.lastToolResult = lastToolResult(req.Messages)
-	v.media = lastUserMedia(req.Messages)
+	v.media = userMedia(latest)
 	parts := make([]string, 0, len(v.segments)+1)
 	if req.System != "" {
 		parts = append(parts, req.System)
@@ -59,46 +60,44 @@ func blockText(b llm.Block) (string, bool) {
 	return "", false
 }
 
-// lastUserText joins the text blocks and tool_result contents of the latest user message.
-func lastUserText(msgs []llm.Message) string {
+// lastUserBlocks is the content of the latest user message; nil when there is none.
+func lastUserBlocks(msgs []llm.Message) []llm.Block {
 	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role != llm.RoleUser {
-			continue
+		if msgs[i].Role == llm.RoleUser {
+			return msgs[i].Content
 		}
-		var parts []string
-		for _, b := range msgs[i].Content {
-			switch b.Type {
-			case llm.BlockText:
-				parts = append(parts, b.Text)
-			case llm.BlockToolResult:
-				parts = append(parts, b.Content)
-			}
-		}
-		return strings.Join(parts, "\n")
 	}
-	return ""
+	return nil
 }
 
-// lastUserMedia describes the image and document blocks of the latest user message, one
-// "type (what it holds)" each, joined by "; ": "image (image/png, 68 bytes)".
-func lastUserMedia(msgs []llm.Message) string {
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role != llm.RoleUser {
-			continue
+// userText joins the text blocks and tool_result contents of a user message.
+func userText(blocks []llm.Block) string {
+	var parts []string
+	for _, b := range blocks {
+		switch b.Type {
+		case llm.BlockText:
+			parts = append(parts, b.Text)
+		case llm.BlockToolResult:
+			parts = append(parts, b.Content)
 		}
-		var parts []string
-		for _, b := range msgs[i].Content {
-			if b.Type == llm.BlockImage || b.Type == llm.BlockDocument {
-				d := b.Type + " (" + b.Source.Describe() + ")"
-				if b.Title != "" {
-					d += fmt.Sprintf(" %q", b.Title)
-				}
-				parts = append(parts, d)
-			}
-		}
-		return strings.Join(parts, "; ")
 	}
-	return ""
+	return strings.Join(parts, "\n")
+}
+
+// userMedia describes the image and document blocks of a user message, one "type (what
+// it holds)" each, joined by "; ": "image (image/png, 68 bytes)".
+func userMedia(blocks []llm.Block) string {
+	var parts []string
+	for _, b := range blocks {
+		if b.Type == llm.BlockImage || b.Type == llm.BlockDocument {
+			d := b.Type + " (" + b.Source.Describe() + ")"
+			if b.Title != "" {
+				d += fmt.Sprintf(" %q", b.Title)
+			}
+			parts = append(parts, d)
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 // lastToolResult is the content of the newest tool_result block in the history.
