@@ -32,7 +32,7 @@ const maxToolName = 64
 // A name longer than the APIs accept is cut, and ends in a hash of server and tool
 // (distinctName).
 func ToolName(server, tool string) string {
-	name := Prefix + llm.SanitizeName(server) + "__" + llm.SanitizeName(tool)
+	name := ServerPrefix(server) + llm.SanitizeName(tool)
 	if len(name) > maxToolName {
 		return distinctName(server, tool)
 	}
@@ -45,7 +45,7 @@ func ToolName(server, tool string) string {
 func distinctName(server, tool string) string {
 	sum := sha256.Sum256([]byte(server + "\x00" + tool))
 	suffix := "_" + hex.EncodeToString(sum[:4])
-	name := Prefix + llm.SanitizeName(server) + "__" + llm.SanitizeName(tool)
+	name := ServerPrefix(server) + llm.SanitizeName(tool)
 	return name[:min(len(name), maxToolName-len(suffix))] + suffix
 }
 
