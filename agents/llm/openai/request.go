@@ -3,6 +3,7 @@ package openai
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	sdk "github.com/openai/openai-go/v3"
@@ -65,10 +66,12 @@ func params(req *llm.Request, model string) (sdk.ChatCompletionNewParams, error)
 // assistant message that made the calls. Text alone is sent as one string; with images or
 // documents the message is a list of content parts, in the blocks' order.
 func appendUser(msgs []sdk.ChatCompletionMessageParamUnion, m llm.Message, model string) ([]sdk.ChatCompletionMessageParamUnion, error) {
+	media := slices.ContainsFunc(m.Content, func(b llm.Block) bool {
+		return b.Type == llm.BlockImage || b.Type == llm.BlockDocument
+	})
 	var (
-		texts      []string
-		parts      []sdk.ChatCompletionContentPartUnionParam
-		media      bool
+		texts      []string                                  // text alone
+		parts      []sdk.ChatCompletionContentPartUnionParam // with media
 		hasResults bool
 	)
 	for _, b := range m.Content {
@@ -79,15 +82,17 @@ func appendUser(msgs []sdk.ChatCompletionMessageParamUnion, m llm.Message, model
 			msgs = append(msgs, sdk.ToolMessage(b.Content, b.ToolUseID))
 			hasResults = true
 		case llm.BlockText:
-			texts = append(texts, b.Text)
-			parts = append(parts, sdk.TextContentPart(b.Text))
+			if media {
+				parts = append(parts, sdk.TextContentPart(b.Text))
+			} else {
+				texts = append(texts, b.Text)
+			}
 		case llm.BlockImage, llm.BlockDocument:
 			p, err := mediaPart(model, b)
 			if err != nil {
 				return nil, err
 			}
 			parts = append(parts, p)
-			media = true
 		}
 	}
 	switch {
