@@ -106,6 +106,17 @@ func appendSchema(b []byte, s *jsonschema.Schema) []byte {
 		q, _ := json.Marshal(v) // escapes as the library's encoding does
 		b = append(b, q...)
 	}
+	// seq writes n elements between left and right, comma-separated, each by elem.
+	seq := func(left, right byte, n int, elem func(i int)) {
+		b = append(b, left)
+		for i := range n {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			elem(i)
+		}
+		b = append(b, right)
+	}
 	num := func(k string, f *float64) {
 		if f != nil {
 			key(k)
@@ -119,7 +130,6 @@ func appendSchema(b []byte, s *jsonschema.Schema) []byte {
 	}
 	if s.Properties != nil {
 		key("properties")
-		b = append(b, '{')
 		names := slices.Clone(s.PropertyOrder)
 		names = slices.DeleteFunc(names, func(n string) bool { _, ok := s.Properties[n]; return !ok })
 		var rest []string
@@ -129,15 +139,12 @@ func appendSchema(b []byte, s *jsonschema.Schema) []byte {
 			}
 		}
 		slices.Sort(rest)
-		for i, n := range append(names, rest...) {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			str(n)
+		names = append(names, rest...)
+		seq('{', '}', len(names), func(i int) {
+			str(names[i])
 			b = append(b, ':')
-			b = appendSchema(b, s.Properties[n])
-		}
-		b = append(b, '}')
+			b = appendSchema(b, s.Properties[names[i]])
+		})
 	}
 	if s.Description != "" {
 		key("description")
@@ -155,14 +162,7 @@ func appendSchema(b []byte, s *jsonschema.Schema) []byte {
 	}
 	if len(s.Required) > 0 {
 		key("required")
-		b = append(b, '[')
-		for i, r := range s.Required {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			str(r)
-		}
-		b = append(b, ']')
+		seq('[', ']', len(s.Required), func(i int) { str(s.Required[i]) })
 	}
 	if s.AdditionalProperties != nil {
 		key("additionalProperties")
@@ -170,14 +170,7 @@ func appendSchema(b []byte, s *jsonschema.Schema) []byte {
 	}
 	if len(s.AnyOf) > 0 {
 		key("anyOf")
-		b = append(b, '[')
-		for i, a := range s.AnyOf {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendSchema(b, a)
-		}
-		b = append(b, ']')
+		seq('[', ']', len(s.AnyOf), func(i int) { b = appendSchema(b, s.AnyOf[i]) })
 	}
 	if len(b) == start+1 {
 		return append(b[:start], "true"...) // {} is true, as the library writes it
