@@ -232,7 +232,7 @@ type claudeInput struct {
 // stoke refuses (claudeFlag.instead).
 func applyClaudeFlags(f *pflag.FlagSet, in claudeInput) (*claudeOptions, error) {
 	o := &claudeOptions{}
-	changed := func(name string) bool { fl := f.Lookup(name); return fl != nil && fl.Changed }
+	changed := f.Changed
 
 	for _, cf := range claudeFlags() {
 		if cf.ignored == "" || !changed(cf.name) {

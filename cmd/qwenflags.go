@@ -45,7 +45,7 @@ func addQwenFlags(f *pflag.FlagSet) { declareHidden(f, qwenFlags()) }
 // cannot decide) is the default mode. --core-tools, --exclude-tools and --allowed-tools
 // may name tools in Qwen Code's names.
 func applyQwenFlags(f *pflag.FlagSet, o *claudeOptions) error {
-	changed := func(name string) bool { fl := f.Lookup(name); return fl != nil && fl.Changed }
+	changed := f.Changed
 	for _, qf := range qwenFlags() {
 		if qf.ignored != "" && changed(qf.name) {
 			o.warn("Qwen Code flag ignored", "flag", "--"+qf.name, "reason", qf.ignored)
