@@ -165,8 +165,11 @@ func claudeFlags() []claudeFlag {
 
 // addClaudeFlags declares Claude Code's flags, hidden from --help
 // (docs/claude-code-flags.md lists them).
-func addClaudeFlags(f *pflag.FlagSet) {
-	for _, cf := range claudeFlags() {
+func addClaudeFlags(f *pflag.FlagSet) { declareHidden(f, claudeFlags()) }
+
+// declareHidden declares flags (Claude Code's, Qwen Code's), hidden from --help.
+func declareHidden(f *pflag.FlagSet, flags []claudeFlag) {
+	for _, cf := range flags {
 		switch cf.typ {
 		case flagBool:
 			f.BoolP(cf.name, cf.short, false, cf.usage)
@@ -229,7 +232,7 @@ type claudeInput struct {
 // stoke refuses (claudeFlag.instead).
 func applyClaudeFlags(f *pflag.FlagSet, in claudeInput) (*claudeOptions, error) {
 	o := &claudeOptions{}
-	changed := func(name string) bool { fl := f.Lookup(name); return fl != nil && fl.Changed }
+	changed := f.Changed
 
 	for _, cf := range claudeFlags() {
 		if cf.ignored == "" || !changed(cf.name) {

@@ -25,6 +25,21 @@ func sdkProcess(t *testing.T) *testProcess {
 	return p
 }
 
+// checkSDKOptions fails t unless the run exited 0 with the approval mode and the SDK
+// options want.
+func checkSDKOptions(t *testing.T, got outcome, approval tools.Mode, want sdkhost.Options) {
+	t.Helper()
+	if got.code != 0 || got.opts == nil {
+		t.Fatalf("exit code %d, stderr %q", got.code, got.stderr)
+	}
+	if got.opts.ApprovalMode != approval {
+		t.Errorf("approval mode = %q, want %q", got.opts.ApprovalMode, approval)
+	}
+	if diff := cmp.Diff(want, got.opts.SDK, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("SDK options (-want +got):\n%s", diff)
+	}
+}
+
 // sdkArgs is what the Claude Agent SDK always passes.
 var sdkArgs = []string{"--output-format", "stream-json", "--verbose", "--input-format", "stream-json"}
 
@@ -74,15 +89,7 @@ func TestClaudeFlagsHonoured(t *testing.T) {
 				p.env[k] = v
 			}
 			got := p.run(t, append(append([]string{}, sdkArgs...), tt.args...)...)
-			if got.code != 0 || got.opts == nil {
-				t.Fatalf("exit code %d, stderr %q", got.code, got.stderr)
-			}
-			if got.opts.ApprovalMode != tt.approval {
-				t.Errorf("approval mode = %q, want %q", got.opts.ApprovalMode, tt.approval)
-			}
-			if diff := cmp.Diff(tt.want, got.opts.SDK, cmpopts.EquateEmpty()); diff != "" {
-				t.Errorf("SDK options (-want +got):\n%s", diff)
-			}
+			checkSDKOptions(t, got, tt.approval, tt.want)
 			if (tt.want.Tools == nil) != (got.opts.SDK.Tools == nil) {
 				t.Errorf("Tools = %#v: nil (all) and empty (none) differ", got.opts.SDK.Tools)
 			}

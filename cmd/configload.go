@@ -379,23 +379,11 @@ func checkValue(k kind, val any) error {
 			return errors.New("want a single value")
 		}
 	case kindInt:
-		switch x := val.(type) {
-		case int, int64, uint64:
-		case string:
-			if _, err := strconv.Atoi(x); err != nil {
-				return errors.New("want a whole number")
-			}
-		default:
+		if _, ok := intValue(val); !ok {
 			return errors.New("want a whole number")
 		}
 	case kindBool:
-		switch x := val.(type) {
-		case bool:
-		case string:
-			if _, err := strconv.ParseBool(x); err != nil {
-				return errors.New("want true or false")
-			}
-		default:
+		if _, ok := boolValue(val); !ok {
 			return errors.New("want true or false")
 		}
 	case kindDuration:

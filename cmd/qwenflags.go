@@ -36,19 +36,7 @@ func qwenFlags() []claudeFlag {
 }
 
 // addQwenFlags declares Qwen Code's flags, hidden from --help.
-func addQwenFlags(f *pflag.FlagSet) {
-	for _, qf := range qwenFlags() {
-		switch qf.typ {
-		case flagBool:
-			f.Bool(qf.name, false, qf.usage)
-		case flagList:
-			f.StringArray(qf.name, nil, qf.usage)
-		default:
-			f.String(qf.name, "", qf.usage)
-		}
-		_ = f.MarkHidden(qf.name)
-	}
-}
+func addQwenFlags(f *pflag.FlagSet) { declareHidden(f, qwenFlags()) }
 
 // applyQwenFlags reads Qwen Code's flags into o, before the configuration is loaded:
 // --channel=SDK makes the run a Qwen Code SDK session (its dialect; calls the permission
@@ -57,7 +45,7 @@ func addQwenFlags(f *pflag.FlagSet) {
 // cannot decide) is the default mode. --core-tools, --exclude-tools and --allowed-tools
 // may name tools in Qwen Code's names.
 func applyQwenFlags(f *pflag.FlagSet, o *claudeOptions) error {
-	changed := func(name string) bool { fl := f.Lookup(name); return fl != nil && fl.Changed }
+	changed := f.Changed
 	for _, qf := range qwenFlags() {
 		if qf.ignored != "" && changed(qf.name) {
 			o.warn("Qwen Code flag ignored", "flag", "--"+qf.name, "reason", qf.ignored)

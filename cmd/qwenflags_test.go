@@ -4,9 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
-
 	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/headless/sdkhost"
 )
@@ -44,15 +41,7 @@ func TestQwenFlags(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			got := sdkProcess(t).run(t, append(append([]string{}, qwenArgs...), tt.args...)...)
-			if got.code != 0 || got.opts == nil {
-				t.Fatalf("exit code %d, stderr %q", got.code, got.stderr)
-			}
-			if got.opts.ApprovalMode != tt.approval {
-				t.Errorf("approval mode = %q, want %q", got.opts.ApprovalMode, tt.approval)
-			}
-			if diff := cmp.Diff(tt.want, got.opts.SDK, cmpopts.EquateEmpty()); diff != "" {
-				t.Errorf("SDK options (-want +got):\n%s", diff)
-			}
+			checkSDKOptions(t, got, tt.approval, tt.want)
 			if n := strings.Count(got.stderr, "level=WARN"); n != len(tt.warns) {
 				t.Errorf("%d warnings, want %d:\n%s", n, len(tt.warns), got.stderr)
 			}

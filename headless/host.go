@@ -55,16 +55,12 @@ func (s *session) newHost(ctx context.Context, cp *sdkhost.ControlPlane, model l
 	if !o.sdkMode() && o.SDK.IsZero() {
 		return nil
 	}
-	mode := o.ApprovalMode
-	if mode.Rank() < 0 {
-		mode = tools.ModeDefault
-	}
 	transcript := ""
 	if s.sess != nil {
 		transcript = s.sess.ParentTranscript()
 	}
 	return sdkhost.New(ctx, sdkhost.Config{
-		Options: o.SDK, Control: cp, SDKMode: o.sdkMode(), Mode: mode,
+		Options: o.SDK, Control: cp, SDKMode: o.sdkMode(), Mode: o.knownApprovalMode(),
 		Model: model, ModelName: o.ModelName, Priced: o.Prices.Known,
 		SessionID: s.id, CWD: o.CWD, TranscriptPath: transcript, Version: o.Version,
 		Emit: s.emit, Catalog: func() agents.Catalog { return s.reg.Catalog() },
@@ -88,11 +84,7 @@ func (s *session) workspaceApproval() (tools.Mode, bool) {
 	if s.host != nil {
 		return s.host.Approval()
 	}
-	mode := s.opts.ApprovalMode
-	if mode.Rank() < 0 {
-		mode = tools.ModeDefault
-	}
-	return mode, false
+	return s.opts.knownApprovalMode(), false
 }
 
 // parentTools is the parent's tool set: the task tools, the MCP tools and the workspace

@@ -218,13 +218,7 @@ func (s *session) mcpStatuses() []any {
 }
 
 // mcpServerStatuses are the servers for an SDK host's mcp_status.
-func (s *session) mcpServerStatuses() []sdkhost.MCPServerStatus {
-	var out []sdkhost.MCPServerStatus
-	for _, st := range s.mcp.m.Statuses() {
-		out = append(out, sdkhost.MCPServerStatus{Name: st.Name, Status: st.Status, Error: st.Error, Tools: st.Tools})
-	}
-	return out
-}
+func (s *session) mcpServerStatuses() []mcp.Status { return s.mcp.m.Statuses() }
 
 // mcpRuleMatches reports whether a tool name or permission rule covers an MCP tool:
 // its own name, mcp__server (every tool of that server) or mcp__server__*.

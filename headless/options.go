@@ -144,6 +144,15 @@ type Options struct {
 	NewTaskID func(agents.LaunchRequest) agents.TaskID
 }
 
+// knownApprovalMode is the run's approval mode, or the default mode when stoke does not
+// know it.
+func (o Options) knownApprovalMode() tools.Mode {
+	if o.ApprovalMode.Rank() < 0 {
+		return tools.ModeDefault
+	}
+	return o.ApprovalMode
+}
+
 // sdkMode reports whether the session speaks the control protocol: stream-json both ways.
 func (o Options) sdkMode() bool {
 	return o.InputFormat == InputStreamJSON && o.OutputFormat == OutputStreamJSON

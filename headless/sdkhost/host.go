@@ -9,6 +9,7 @@ import (
 
 	"github.com/stoke-cli/stoke/agents"
 	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/mcp"
 	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/streamjson"
 )
@@ -55,7 +56,7 @@ type Config struct {
 	Tasks func() Tasks
 	// MCPServers returns the run's MCP servers, for mcp_status; nil when there are none.
 	// Called only once the control plane is attached.
-	MCPServers func() []MCPServerStatus
+	MCPServers func() []mcp.Status
 	Logger     *slog.Logger
 }
 
@@ -66,14 +67,6 @@ type Tasks interface {
 	Stop(id agents.TaskID) (agents.Row, error)
 	// Collect returns id's row; with noWait it does not wait for a running turn.
 	Collect(ctx context.Context, id agents.TaskID, noWait bool) (agents.Row, error)
-}
-
-// MCPServerStatus is one MCP server of the run, as mcp_status reports it.
-type MCPServerStatus struct {
-	Name   string
-	Status string // connected, failed, pending
-	Error  string
-	Tools  []string // the tools of a connected server, as the server names them
 }
 
 // Host is the side of a run that serves a Claude Agent SDK host, or applies Claude Code's
