@@ -68,7 +68,7 @@ func (s *session) newMCP(ctx context.Context, cat agents.Catalog) *mcpState {
 			if servers == nil {
 				servers = map[string]mcp.ServerConfig{}
 			}
-			maps.Copy(servers, hs) // the app's own configuration wins
+			maps.Copy(servers, hs) // the SDK app's servers win over same-named --mcp-config ones
 		}
 		sdkTransport = h.MCPTransport
 	}

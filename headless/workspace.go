@@ -153,16 +153,14 @@ func (s *session) subagentTools(ws *tools.Workspace, opts []tools.Option) func(a
 		if len(unknown) > 0 {
 			s.opts.Logger.Warn("agent tools not available", "subagent_type", def.Name, "tools", unknown)
 		}
-		allowed := ts[:0]
-		for _, t := range ts {
-			if !slices.ContainsFunc(def.DisallowedTools, func(r string) bool {
-				rule := permission.ParseRule(r)
-				return rule.Whole() && rule.Tool == t.Spec().Name
-			}) {
-				allowed = append(allowed, t)
+		taken := map[string]bool{} // the tools a bare disallowedTools name takes away
+		for _, r := range def.DisallowedTools {
+			if rule := permission.ParseRule(r); rule.Whole() {
+				taken[rule.Tool] = true
 			}
 		}
-		set := tools.NewSet(allowed...)
+		ts = slices.DeleteFunc(ts, func(t tools.Tool) bool { return taken[t.Spec().Name] })
+		set := tools.NewSet(ts...)
 		if root == "" && len(mcpTools) == 0 {
 			mu.Lock()
 			shared[def.Name] = set
