@@ -4,8 +4,10 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/stoke-cli/stoke/agents/catalog"
 	"github.com/stoke-cli/stoke/agents/hooks"
 	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/runtime"
 	"github.com/stoke-cli/stoke/agents/store"
 	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/agents/trace"
@@ -22,7 +24,7 @@ type RegistryConfig struct {
 	CWD       string
 	Model     llm.Model
 	ModelName string
-	Catalog   Catalog
+	Catalog   catalog.Catalog
 	// MaxBackground caps running background turns: launches and continuations
 	// (DefaultMaxBackground when 0). Over it, they wait in a FIFO queue.
 	MaxBackground int
@@ -46,7 +48,7 @@ type RegistryConfig struct {
 	Notify func(Notification)
 	// SubagentTools returns the tool set prepared for a new runtime of def, working in root
 	// (a worktree) or, when root is empty, in the session's working directory.
-	SubagentTools func(def Definition, root string) *tools.Set
+	SubagentTools func(def catalog.Definition, root string) *tools.Set
 	// Hooks are the command hooks from settings; a definition's own hooks add to them.
 	Hooks hooks.Config
 	// HookRunner runs hooks; nil runs none.
@@ -56,7 +58,7 @@ type RegistryConfig struct {
 	// Tracer records one trace per agent turn; nil records nothing.
 	Tracer trace.Tracer
 	// NewRuntime constructs runtimes (tests count constructions); nil means NewRuntime.
-	NewRuntime func(RuntimeConfig) *Runtime
+	NewRuntime func(runtime.Config) *runtime.Runtime
 	// OnDispose is called once per runtime a task gives up (tests).
 	OnDispose func(TaskID)
 	NewID     func(LaunchRequest) TaskID // nil: NewTaskID; a replay gives each launch its recorded id
@@ -136,7 +138,7 @@ func withRegistryDefaults(cfg RegistryConfig) RegistryConfig {
 		cfg.Notify = func(Notification) {}
 	}
 	if cfg.NewRuntime == nil {
-		cfg.NewRuntime = NewRuntime
+		cfg.NewRuntime = runtime.New
 	}
 	if cfg.NewID == nil {
 		cfg.NewID = func(LaunchRequest) TaskID { return NewTaskID() }
@@ -148,7 +150,7 @@ func withRegistryDefaults(cfg RegistryConfig) RegistryConfig {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Catalog == nil {
-		cfg.Catalog = NewCatalog(BuiltinDefinitions()...)
+		cfg.Catalog = catalog.New(catalog.BuiltinDefinitions()...)
 	}
 	if cfg.ModelName == "" && cfg.Model != nil {
 		cfg.ModelName = cfg.Model.Name()

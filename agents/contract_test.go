@@ -8,7 +8,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stoke-cli/stoke/agents/catalog"
 	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/runtime"
 	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/streamjson"
 )
@@ -229,11 +231,11 @@ func TestErroredChildCollectedTwice(t *testing.T) {
 		t.Fatalf("child model got %d requests, want 1", got)
 	}
 	row, _ := h.reg.Get(id)
-	if row.Status != StatusFailed || row.LastOutcome.Reason != ReasonError || row.Interrupted {
+	if row.Status != StatusFailed || row.LastOutcome.Reason != runtime.ReasonError || row.Interrupted {
 		t.Fatalf("row = %+v", row)
 	}
 	n := h.notifications(id)
-	if len(n) != 1 || n[0].Status != streamjson.StatusFailed || n[0].Reason != ReasonError {
+	if len(n) != 1 || n[0].Status != streamjson.StatusFailed || n[0].Reason != runtime.ReasonError {
 		t.Fatalf("notifications = %+v", n)
 	}
 	if h.disposals(id) != 1 || h.reg.Resident(id) {
@@ -269,7 +271,7 @@ func TestPartialFindingsAfterCancellation(t *testing.T) {
 			tc.cancel(h, id)
 			res := h.call(h.ctx(), ToolTask, map[string]any{"task_id": string(id)})
 			row, _ := h.reg.Get(id)
-			if row.Status != tc.status || !row.Interrupted || row.LastOutcome.Text != "PARTIAL-FINDINGS so far" || row.LastOutcome.Reason != ReasonCancelled {
+			if row.Status != tc.status || !row.Interrupted || row.LastOutcome.Text != "PARTIAL-FINDINGS so far" || row.LastOutcome.Reason != runtime.ReasonCancelled {
 				t.Fatalf("row = %+v", row)
 			}
 			if !strings.Contains(res.Content, "partial findings") || !strings.Contains(res.Content, "PARTIAL-FINDINGS so far") {
@@ -348,7 +350,7 @@ func TestBackgroundAgentsOff(t *testing.T) {
 func TestUnknownSubagentType(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, replyText("x"), func(c *RegistryConfig) {
-		c.Catalog = NewCatalog(append(BuiltinDefinitions(), Definition{Name: "reviewer"})...)
+		c.Catalog = catalog.New(append(catalog.BuiltinDefinitions(), catalog.Definition{Name: "reviewer"})...)
 	})
 	res := h.call(h.ctx(), ToolTask, map[string]any{"description": "d", "prompt": "p", "subagent_type": "nope", "run_in_background": true})
 	if !res.IsError || !strings.Contains(res.Content, `unknown subagent_type "nope"`) || !strings.Contains(res.Content, "general-purpose, reviewer") {

@@ -7,10 +7,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stoke-cli/stoke/agents/catalog"
 	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/runtime"
 	"github.com/stoke-cli/stoke/agents/store"
 	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/agents/trace"
+	"github.com/stoke-cli/stoke/agents/worktree"
 	"github.com/stoke-cli/stoke/streamjson"
 )
 
@@ -27,15 +30,15 @@ import (
 // each scheduled turn waits until the previous one has finished (last).
 type controller struct {
 	id  TaskID
-	def Definition
+	def catalog.Definition
 	env *taskEnv
 
 	mu    sync.Mutex
 	row   Row
 	queue []llm.Message // send_message input waiting for the running turn
-	rt    *Runtime
+	rt    *runtime.Runtime
 	tr    *store.Transcript
-	wt    *Worktree // the isolated worktree of the current turn (a fresh launch of an isolated type)
+	wt    *worktree.Worktree // the isolated worktree of the current turn (a fresh launch of an isolated type)
 	// resident: the runtime may stay between turns (a background launch of a type that
 	// allows it). lives counts the runtimes (or attempts to make one: a launch, a
 	// revival) not yet released; OnDispose is due once for each.
@@ -94,7 +97,7 @@ type turn struct {
 
 // newController returns the controller of row. A running or queued row gets an open done
 // channel (its first turn is about to be scheduled); any other a closed one.
-func newController(env *taskEnv, def Definition, row Row, resident bool) *controller {
+func newController(env *taskEnv, def catalog.Definition, row Row, resident bool) *controller {
 	c := &controller{id: row.TaskID, def: def, env: env, row: row, resident: resident, done: make(chan struct{})}
 	if row.Status.Active() {
 		c.lives = 1
@@ -144,7 +147,7 @@ func (c *controller) prepare(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var wt *Worktree
+	var wt *worktree.Worktree
 	if c.def.Isolation == "worktree" {
 		if wt, err = c.newWorktree(ctx); err != nil {
 			closeTranscript(tr)
@@ -183,7 +186,7 @@ func (c *controller) openTranscript() (*store.Transcript, error) {
 	return tr, nil
 }
 
-func (c *controller) newWorktree(ctx context.Context) (*Worktree, error) {
+func (c *controller) newWorktree(ctx context.Context) (*worktree.Worktree, error) {
 	var dir string
 	var err error
 	if st := c.env.cfg.Store; st != nil {
@@ -194,7 +197,7 @@ func (c *controller) newWorktree(ctx context.Context) (*Worktree, error) {
 	if err != nil {
 		return nil, err
 	}
-	return NewWorktree(ctx, c.env.cfg.CWD, dir, c.id, 1)
+	return worktree.New(ctx, c.env.cfg.CWD, dir, string(c.id), 1)
 }
 
 // schedule makes t the task's latest turn: it gets a context derived from parent that
@@ -267,7 +270,7 @@ func (c *controller) runTurn(ctx context.Context, t turn) {
 		c.env.cfg.Emit(taskStarted(row, t))
 	})
 	if waitErr != nil {
-		c.finish(t, TurnResult{Reason: ReasonCancelled, Err: waitErr})
+		c.finish(t, runtime.TurnResult{Reason: runtime.ReasonCancelled, Err: waitErr})
 		return
 	}
 	c.env.lifecycle.TurnStarted(ctx, info)
@@ -277,24 +280,41 @@ func (c *controller) runTurn(ctx context.Context, t turn) {
 		SessionID: c.env.cfg.SessionID, Agent: row.SubagentType, TaskID: string(c.id), SubagentType: row.SubagentType,
 		Turn: t.n, Continuation: string(t.continuation), Caller: t.caller,
 	})
-	res, err := c.def.runLimited(ctx, func(ctx context.Context) (TurnResult, error) { return c.execute(ctx, t) })
+	res, err := runLimited(ctx, c.def, func(ctx context.Context) (runtime.TurnResult, error) { return c.execute(ctx, t) })
 	if err != nil {
-		res = TurnResult{Reason: ReasonError, Err: err}
+		res = runtime.TurnResult{Reason: runtime.ReasonError, Err: err}
 	}
 	trace.EndTurn(span, res.Reason, res.Err)
 	c.finish(t, res)
 }
 
+// runLimited runs one turn of an agent of type d under d's MaxTime: a turn that runs out
+// of time ends as an error wrapping ErrMaxTime, not as a cancellation. Without a MaxTime
+// it is turn(ctx).
+func runLimited(ctx context.Context, d catalog.Definition, turn func(context.Context) (runtime.TurnResult, error)) (runtime.TurnResult, error) {
+	if d.MaxTime <= 0 {
+		return turn(ctx)
+	}
+	limit := fmt.Errorf("%w: %v", ErrMaxTime, d.MaxTime)
+	tctx, cancel := context.WithTimeoutCause(ctx, d.MaxTime, limit)
+	defer cancel()
+	res, err := turn(tctx)
+	if err == nil && res.Reason == runtime.ReasonCancelled && ctx.Err() == nil && errors.Is(context.Cause(tctx), ErrMaxTime) {
+		res.Reason, res.Err = runtime.ReasonError, limit
+	}
+	return res, err
+}
+
 // execute runs the turn on the controller's runtime, reviving it from the transcript first
 // when the controller has none.
-func (c *controller) execute(ctx context.Context, t turn) (TurnResult, error) {
+func (c *controller) execute(ctx context.Context, t turn) (runtime.TurnResult, error) {
 	c.mu.Lock()
 	rt, tr := c.rt, c.tr
 	c.mu.Unlock()
 	if rt == nil {
 		var err error
 		if rt, tr, err = c.revive(); err != nil {
-			return TurnResult{}, err
+			return runtime.TurnResult{}, err
 		}
 	}
 	if tr != nil {
@@ -308,7 +328,7 @@ func (c *controller) execute(ctx context.Context, t turn) (TurnResult, error) {
 }
 
 // revive rebuilds the runtime from the task's transcript.
-func (c *controller) revive() (*Runtime, *store.Transcript, error) {
+func (c *controller) revive() (*runtime.Runtime, *store.Transcript, error) {
 	c.mu.Lock()
 	path := c.row.Transcript
 	c.mu.Unlock()
@@ -348,13 +368,13 @@ func (c *controller) revive() (*Runtime, *store.Transcript, error) {
 }
 
 // newRuntime makes the task's runtime. Its callbacks reach only this controller.
-func (c *controller) newRuntime(tr *store.Transcript, history []llm.Message, root string) *Runtime {
+func (c *controller) newRuntime(tr *store.Transcript, history []llm.Message, root string) *runtime.Runtime {
 	cfg := c.env.cfg
 	model := cfg.ModelName
 	if c.def.Model != "" && c.def.Model != "inherit" {
 		model = c.def.Model
 	}
-	var chat ChatStore
+	var chat runtime.ChatStore
 	if tr != nil {
 		chat = boundarySynced{tr}
 	}
@@ -363,7 +383,7 @@ func (c *controller) newRuntime(tr *store.Transcript, history []llm.Message, roo
 	c.mu.Unlock()
 	keys := streamjson.AgentKeys{TaskID: string(c.id), AgentID: string(c.id), SubagentType: c.def.Name, TaskDescription: description}
 	def := c.def
-	return cfg.NewRuntime(RuntimeConfig{
+	return cfg.NewRuntime(runtime.Config{
 		Agent:     def.Name,
 		System:    def.SystemPrompt(),
 		Model:     cfg.Model,
@@ -419,7 +439,7 @@ func (c *controller) turnInfoLocked() TurnInfo {
 }
 
 // toolRound is the runtime's OnToolRound: a task_progress event.
-func (c *controller) toolRound(s Stats) {
+func (c *controller) toolRound(s runtime.Stats) {
 	p := streamjson.NewTaskProgress()
 	c.mu.Lock()
 	p.TaskID, p.Description, p.SubagentType = string(c.id), c.row.Description, c.def.Name
@@ -503,13 +523,13 @@ func (c *controller) boundary(tr *store.Transcript) {
 
 // finish records a turn that did not complete, emits the notification and releases what
 // the turn held. The turn counts as settled when it returns.
-func (c *controller) finish(t turn, res TurnResult) {
+func (c *controller) finish(t turn, res runtime.TurnResult) {
 	cfg := c.env.cfg
 	usage := streamjson.TaskUsage{TotalTokens: res.Stats.Usage.Total(), ToolUses: res.Stats.ToolUses, DurationMS: res.Stats.Duration.Milliseconds()}
 	worktree := c.finalizeWorktree()
 	c.mu.Lock()
 	var row Row
-	completed := c.cur != nil && c.cur.committed && res.Reason == ReasonCompleted
+	completed := c.cur != nil && c.cur.committed && res.Reason == runtime.ReasonCompleted
 	keep := completed && c.cur.resident && !c.closed
 	if completed {
 		row = c.cur.row
@@ -576,8 +596,8 @@ func (c *controller) finish(t turn, res TurnResult) {
 // (there is no history to continue); paused when anything else cut it short (the end of
 // the run: a signal, --timeout, --background-on-exit cancel, shutdown); failed on an
 // error. Call with c.mu held.
-func (c *controller) endStatusLocked(res TurnResult) Status {
-	interrupted := res.Reason == ReasonCancelled || c.stopRequested || errors.Is(res.Err, context.Canceled)
+func (c *controller) endStatusLocked(res runtime.TurnResult) Status {
+	interrupted := res.Reason == runtime.ReasonCancelled || c.stopRequested || errors.Is(res.Err, context.Canceled)
 	switch {
 	case !interrupted:
 		return StatusFailed
@@ -645,7 +665,7 @@ func (c *controller) close() {
 	c.closed = true
 	var rel released
 	if c.cancel != nil {
-		c.cancel(ErrDisposed)
+		c.cancel(runtime.ErrDisposed)
 	} else {
 		rel = c.takeRuntimeLocked()
 	}
@@ -669,7 +689,7 @@ func (c *controller) releaseIdle() (released, bool) {
 // released is a runtime and transcript taken from a controller, to close outside its lock.
 type released struct {
 	id   TaskID
-	rt   *Runtime
+	rt   *runtime.Runtime
 	tr   *store.Transcript
 	live bool // OnDispose is due
 }

@@ -10,7 +10,9 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/stoke-cli/stoke/agents/catalog"
 	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/runtime"
 	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/streamjson"
 )
@@ -26,8 +28,8 @@ func fanOut(n int, background bool) []llm.Block {
 }
 
 // parentOf returns a parent runtime over h's registry, its task tools and h's model.
-func parentOf(h *harness) *Runtime {
-	return NewRuntime(RuntimeConfig{Agent: "parent", Model: h.model, Tools: func() *tools.Set { return tools.NewSet(TaskTools(h.reg)...) }})
+func parentOf(h *harness) *runtime.Runtime {
+	return runtime.New(runtime.Config{Agent: "parent", Model: h.model, Order: TaskToolOrder, Tools: func() *tools.Set { return tools.NewSet(TaskTools(h.reg)...) }})
 }
 
 // startedOrder returns the descriptions of the task_started events of turn 1, in order.
@@ -83,7 +85,7 @@ func TestHundredBackgroundLaunchesQueueInOrder(t *testing.T) {
 	})
 	parent := parentOf(h)
 	res, err := parent.Execute(h.ctx(), llm.UserText("fan out"))
-	if err != nil || res.Reason != ReasonCompleted {
+	if err != nil || res.Reason != runtime.ReasonCompleted {
 		t.Fatalf("parent turn: %v %+v", err, res)
 	}
 	// The tool results: the first four run at once, the others are told their position.
@@ -149,7 +151,7 @@ func TestForegroundFanOutIsCapped(t *testing.T) {
 		answer(yield, "done "+req.Messages[0].Text())
 	}, func(c *RegistryConfig) { c.MaxForeground = limit })
 	res, err := parentOf(h).Execute(h.ctx(), llm.UserText("fan out"))
-	if err != nil || res.Reason != ReasonCompleted || res.FinalText != fmt.Sprintf("%d results", n) {
+	if err != nil || res.Reason != runtime.ReasonCompleted || res.FinalText != fmt.Sprintf("%d results", n) {
 		t.Fatalf("parent turn: %v %+v", err, res)
 	}
 	if p := peak.Load(); p != limit {
@@ -269,18 +271,18 @@ func TestSubagentStopHookThatAlwaysBlocks(t *testing.T) {
 	h := newHarness(t, replyText("finished, I think"), func(c *RegistryConfig) { c.Lifecycle = hook })
 	id := h.launchBG("work")
 	row := h.collect(id)
-	if row.Status != StatusFailed || row.LastOutcome.Reason != ReasonMaxTurns || !strings.Contains(row.LastOutcome.Error, "stop hook kept blocking") {
+	if row.Status != StatusFailed || row.LastOutcome.Reason != runtime.ReasonMaxTurns || !strings.Contains(row.LastOutcome.Error, "stop hook kept blocking") {
 		t.Fatalf("row = %+v", row)
 	}
-	if n := len(h.model.requests()); n != DefaultMaxStopBlocks+1 {
-		t.Fatalf("%d model calls, want %d", n, DefaultMaxStopBlocks+1)
+	if n := len(h.model.requests()); n != runtime.DefaultMaxStopBlocks+1 {
+		t.Fatalf("%d model calls, want %d", n, runtime.DefaultMaxStopBlocks+1)
 	}
 	hook.mu.Lock()
 	defer hook.mu.Unlock()
-	if len(hook.active) != DefaultMaxStopBlocks+1 || hook.active[0] || !hook.active[1] {
+	if len(hook.active) != runtime.DefaultMaxStopBlocks+1 || hook.active[0] || !hook.active[1] {
 		t.Fatalf("stop_hook_active flags = %v", hook.active)
 	}
-	if n := h.notifications(id); len(n) != 1 || n[0].Status != streamjson.StatusFailed || n[0].Reason != ReasonMaxTurns {
+	if n := h.notifications(id); len(n) != 1 || n[0].Status != streamjson.StatusFailed || n[0].Reason != runtime.ReasonMaxTurns {
 		t.Fatalf("notifications = %+v", n)
 	}
 }
@@ -292,7 +294,7 @@ func TestNotificationsMessageIsBounded(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("é", NotifyResultBytes) // 2 bytes each
 	note := func(i int, text string) Notification {
-		return Notification{Row: Row{TaskID: TaskID(fmt.Sprintf("a%016x", i)), Turn: 1, Description: "d", SubagentType: GeneralPurpose,
+		return Notification{Row: Row{TaskID: TaskID(fmt.Sprintf("a%016x", i)), Turn: 1, Description: "d", SubagentType: catalog.GeneralPurpose,
 			Transcript: "/home/s/agents/x.jsonl", LastOutcome: Outcome{Text: text}}, ToolUseID: "call", Status: "completed"}
 	}
 	one := NotificationsMessage([]Notification{note(0, long)})

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/stoke-cli/stoke/agents/catalog"
 	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/runtime"
 	"github.com/stoke-cli/stoke/agents/trace"
 	"github.com/stoke-cli/stoke/streamjson"
 )
@@ -52,7 +54,7 @@ func NewRegistry(ctx context.Context, cfg RegistryConfig) *Registry {
 func (r *Registry) BackgroundEnabled() bool { return r.cfg.BackgroundAgents }
 
 // Catalog returns the subagent types (immutable; callers must not change it).
-func (r *Registry) Catalog() Catalog { return r.cfg.Catalog }
+func (r *Registry) Catalog() catalog.Catalog { return r.cfg.Catalog }
 
 // LaunchRequest is a fresh launch.
 type LaunchRequest struct {
@@ -77,7 +79,7 @@ type Launched struct {
 // and returns its outcome. A launch over the cap of its kind (MaxBackground,
 // MaxForeground) is queued: its row is queued until a slot frees, the oldest first; a
 // background launch past MaxQueued fails (wrapping ErrNoSlot). The task calls of one reply
-// take their places in the order the model wrote them (callorder.go). A launch racing
+// take their places in the order the model wrote them (TaskToolOrder). A launch racing
 // Shutdown either fails with ErrShutdown or runs a turn that Shutdown waits for. It takes
 // the registry's lock twice, briefly (the slot with the new row; the start of the turn),
 // never while the turn runs or waits.
@@ -112,7 +114,7 @@ func (r *Registry) Launch(ctx context.Context, req LaunchRequest) (Launched, err
 		pos    int
 		c      *controller
 	)
-	inCallOrder(ctx, func() {
+	runtime.Admit(ctx, func() {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		if r.closed {
@@ -195,7 +197,7 @@ func (r *Registry) Send(ctx context.Context, id TaskID, message, toolUseID strin
 		tctx   context.Context
 		ticket *slotTicket
 	)
-	inCallOrder(ctx, func() {
+	runtime.Admit(ctx, func() {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		var ok bool

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/stoke-cli/stoke/agents/catalog"
 	"github.com/stoke-cli/stoke/agents/hooks"
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/tools"
@@ -44,7 +45,7 @@ func TestHooksOncePerTurn(t *testing.T) {
 			continue
 		}
 		j := gjson.Parse(l)
-		if j.Get("task_id").String() != string(id) || j.Get("subagent_type").String() != GeneralPurpose || j.Get("cwd").String() != dir {
+		if j.Get("task_id").String() != string(id) || j.Get("subagent_type").String() != catalog.GeneralPurpose || j.Get("cwd").String() != dir {
 			t.Errorf("hook input lacks the task's keys: %s", l)
 		}
 		ev := j.Get("hook_event_name").String()
@@ -160,9 +161,9 @@ func TestWorktreeTurnResult(t *testing.T) {
 	repo := gitRepo(t)
 	var roots []string
 	h := newHarness(t, replyText("looked around"), func(c *RegistryConfig) {
-		c.Catalog = NewCatalog(append(BuiltinDefinitions(), Definition{Name: "iso", Prompt: "p", Isolation: "worktree"})...)
+		c.Catalog = catalog.New(append(catalog.BuiltinDefinitions(), catalog.Definition{Name: "iso", Prompt: "p", Isolation: "worktree"})...)
 		c.CWD = repo
-		c.SubagentTools = func(_ Definition, root string) *tools.Set {
+		c.SubagentTools = func(_ catalog.Definition, root string) *tools.Set {
 			roots = append(roots, root)
 			return tools.NewSet()
 		}

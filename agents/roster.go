@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/stoke-cli/stoke/agents/catalog"
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/store"
 	"github.com/stoke-cli/stoke/streamjson"
@@ -118,7 +119,7 @@ func (r *Registry) Restore(rows []Row) error {
 		}
 		def, err := r.cfg.Catalog.Lookup(row.SubagentType)
 		if err != nil {
-			def = Definition{Name: row.SubagentType}
+			def = catalog.Definition{Name: row.SubagentType}
 			if row.BlockedReason == "" {
 				row.BlockedReason = err.Error()
 			}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stoke-cli/stoke/agents/catalog"
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/llm/scripted"
 	"github.com/stoke-cli/stoke/agents/store"
@@ -54,7 +55,7 @@ func writeRosterSidecar(t *testing.T, dir, cwd string, f rosterSidecar) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_ = tr.Write(store.Record{Type: store.RecordMeta, TaskID: string(f.transcriptOf), SubagentType: GeneralPurpose})
+		_ = tr.Write(store.Record{Type: store.RecordMeta, TaskID: string(f.transcriptOf), SubagentType: catalog.GeneralPurpose})
 		if !f.noHistory {
 			_ = tr.Append(llm.UserText("Remember NONCE-" + strings.ToUpper(string(f.id[1:7]))))
 			_ = tr.Append(llm.Message{Role: llm.RoleAssistant, Content: []llm.Block{llm.TextBlock("Stored.")}})
@@ -73,7 +74,7 @@ func writeRosterSidecar(t *testing.T, dir, cwd string, f rosterSidecar) {
 	if f.transcript != "" {
 		path = f.transcript
 	}
-	row := Row{TaskID: f.id, Description: "d " + string(f.id), SubagentType: GeneralPurpose, Status: f.status, Turn: 1,
+	row := Row{TaskID: f.id, Description: "d " + string(f.id), SubagentType: catalog.GeneralPurpose, Status: f.status, Turn: 1,
 		Backgrounded: f.backgrounded, ParentSessionID: f.owner, Transcript: path,
 		CreatedAt: f.ended.Add(-time.Minute), EndedAt: f.ended, BlockedReason: f.blocked}
 	if err := WriteSidecar(store.At(dir), Sidecar{Row: row, CWD: f.cwd, Isolation: f.isolation}); err != nil {
@@ -283,8 +284,8 @@ func TestRestoreIsAllOrNothing(t *testing.T) {
 	reg := NewRegistry(t.Context(), RegistryConfig{SessionID: rosterSession})
 	defer reg.Shutdown()
 	rows := []Row{
-		{TaskID: tid(1), SubagentType: GeneralPurpose, Status: StatusCompleted},
-		{TaskID: tid(2), SubagentType: GeneralPurpose, Status: StatusCancelled}, // never restored
+		{TaskID: tid(1), SubagentType: catalog.GeneralPurpose, Status: StatusCompleted},
+		{TaskID: tid(2), SubagentType: catalog.GeneralPurpose, Status: StatusCancelled}, // never restored
 	}
 	if err := reg.Restore(rows); err == nil {
 		t.Fatal("restore of a cancelled row succeeded")

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/stoke-cli/stoke/agents/runtime"
 	"github.com/stoke-cli/stoke/streamjson"
 )
 
@@ -104,7 +105,7 @@ type Row struct {
 func (r *Row) complete(now time.Time, final string) {
 	r.Status, r.UpdatedAt, r.EndedAt = StatusCompleted, now, now
 	r.Interrupted = false
-	r.LastOutcome = Outcome{Text: final, Reason: ReasonCompleted}
+	r.LastOutcome = Outcome{Text: final, Reason: runtime.ReasonCompleted}
 }
 
 // end records a turn that did not complete: status is StatusFailed (an error),
@@ -122,7 +123,7 @@ func (r *Row) end(now time.Time, status Status, o Outcome) {
 // due, and there is no history to continue.
 func (r *Row) failLaunch(now time.Time, err error) {
 	r.Status, r.UpdatedAt, r.EndedAt, r.Notified = StatusFailed, now, now, true
-	r.LastOutcome = Outcome{Reason: ReasonError, Error: err.Error()}
+	r.LastOutcome = Outcome{Reason: runtime.ReasonError, Error: err.Error()}
 	r.BlockedReason = "its launch failed before it started (" + err.Error() + "); launch a new task"
 }
 

@@ -10,7 +10,9 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/stoke-cli/stoke/agents/catalog"
 	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/runtime"
 	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/streamjson"
 )
@@ -26,6 +28,17 @@ const (
 // TaskTools returns task, send_message, task_stop and list_agents over reg.
 func TaskTools(reg *Registry) []tools.Tool {
 	return []tools.Tool{taskTool{reg}, sendMessageTool{reg}, taskStopTool{reg}, listAgentsTool{reg}}
+}
+
+// TaskToolOrder is the ordered-tools policy (runtime.Config.Order) of a runtime that
+// holds the task tools: the launches and continuations of one reply (task and
+// send_message calls) take their places in the queues in the order the model wrote them
+// (runtime.Admit). The other tools are unordered.
+func TaskToolOrder(tool string) runtime.CallOrder {
+	if tool == ToolTask || tool == ToolSendMessage {
+		return runtime.Admitted
+	}
+	return runtime.Unordered
 }
 
 // The descriptions of the task tools, as the model reads them.
@@ -62,7 +75,7 @@ func (t taskTool) Spec() llm.ToolSpec {
 	}
 	schema := tools.InputSchema[taskInput](func(s *jsonschema.Schema) {
 		openObject(s)
-		s.Properties["subagent_type"].Description = "The type of agent: one of " + strings.Join(t.reg.Catalog().Names(), ", ") + ". Default " + GeneralPurpose + "."
+		s.Properties["subagent_type"].Description = "The type of agent: one of " + strings.Join(t.reg.Catalog().Names(), ", ") + ". Default " + catalog.GeneralPurpose + "."
 		if !bg {
 			delete(s.Properties, "run_in_background")
 		}
@@ -85,7 +98,7 @@ func (t taskTool) Run(ctx context.Context, call tools.Call) tools.Result {
 	}
 	background := in.RunInBackground != nil && *in.RunInBackground
 	if in.TaskID != "" {
-		skipCallOrder(ctx) // a collect takes no place in a queue
+		runtime.SkipAdmission(ctx) // a collect takes no place in a queue
 		return t.collect(ctx, in.TaskID, background)
 	}
 	row, err := t.reg.Launch(ctx, LaunchRequest{

@@ -6,8 +6,10 @@ import (
 	"fmt"
 
 	"github.com/stoke-cli/stoke/agents"
+	"github.com/stoke-cli/stoke/agents/catalog"
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/permission"
+	"github.com/stoke-cli/stoke/agents/runtime"
 	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/headless/sdkhost"
 	"github.com/stoke-cli/stoke/streamjson"
@@ -20,7 +22,7 @@ import (
 type host interface {
 	// Parent adds the host's parts to the parent's runtime configuration (system prompt,
 	// model, Stop callbacks, partial messages).
-	Parent(agents.RuntimeConfig) agents.RuntimeConfig
+	Parent(runtime.Config) runtime.Config
 	// Tools returns the parent's tool set: own (the task tools) and the workspace's tools
 	// the host offers, wrapped in its tool callbacks.
 	Tools(own []tools.Tool, ws *tools.Workspace) *tools.Set
@@ -31,7 +33,7 @@ type host interface {
 	// live mode ("" for none: a subagent's own mode).
 	Approver(rules *permission.Rules, ceiling tools.Mode) tools.Approver
 	// Agents are more subagent types.
-	Agents() []agents.Definition
+	Agents() []catalog.Definition
 	// Lifecycle hears of the subagents' turns (the host's SubagentStart/Stop callbacks).
 	agents.Lifecycle
 
@@ -63,14 +65,14 @@ func (s *session) newHost(ctx context.Context, cp *sdkhost.ControlPlane, model l
 		Options: o.SDK, Control: cp, SDKMode: o.sdkMode(), Mode: o.knownApprovalMode(),
 		Model: model, ModelName: o.ModelName, Priced: o.Prices.Known,
 		SessionID: s.id, CWD: o.CWD, TranscriptPath: transcript, Version: o.Version,
-		Emit: s.emit, Catalog: func() agents.Catalog { return s.reg.Catalog() },
+		Emit: s.emit, Catalog: func() catalog.Catalog { return s.reg.Catalog() },
 		Tasks: func() sdkhost.Tasks { return s.reg }, MCPServers: s.mcpServerStatuses,
 		Logger: o.Logger,
 	})
 }
 
 // hostAgents are the subagent types the host defined.
-func (s *session) hostAgents() []agents.Definition {
+func (s *session) hostAgents() []catalog.Definition {
 	if s.host == nil {
 		return nil
 	}
@@ -165,7 +167,7 @@ func (s *session) endedEarly(runCtx, turnCtx context.Context, reason string) (bo
 	if s.overBudget() {
 		return true, fmt.Errorf("%w: the run cost $%.4f, over --max-budget-usd $%.4f", ErrMaxBudget, s.costUSD(), s.opts.SDK.MaxBudgetUSD)
 	}
-	if reason == agents.ReasonCompleted || !errors.Is(context.Cause(turnCtx), sdkhost.ErrInterrupted) {
+	if reason == runtime.ReasonCompleted || !errors.Is(context.Cause(turnCtx), sdkhost.ErrInterrupted) {
 		return false, nil
 	}
 	s.writeResultAs(streamjson.ResultErrorDuringExecution, streamjson.TerminalAborted, sdkhost.ErrInterrupted.Error())

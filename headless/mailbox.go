@@ -137,7 +137,7 @@ func (mb *mailbox) empty() bool {
 	return len(mb.pending) == 0
 }
 
-// Drain implements agents.Inbox: notifications that arrive mid-turn are read at the next
+// Drain implements runtime.Inbox: notifications that arrive mid-turn are read at the next
 // step, which the parent takes anyway.
 func (mb *mailbox) Drain() []llm.Message {
 	if m, ok := mb.take(); ok {
@@ -146,7 +146,7 @@ func (mb *mailbox) Drain() []llm.Message {
 	return nil
 }
 
-// Settle implements agents.Inbox: notifications pending as the parent finishes are read
+// Settle implements runtime.Inbox: notifications pending as the parent finishes are read
 // in the same turn when they are due; else the turn ends and the run loop takes them
 // once they are.
 func (mb *mailbox) Settle(string) []llm.Message {

@@ -12,7 +12,7 @@ import (
 
 	sdkmcp "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/stoke-cli/stoke/agents"
+	"github.com/stoke-cli/stoke/agents/catalog"
 	"github.com/stoke-cli/stoke/agents/mcp"
 	"github.com/stoke-cli/stoke/agents/permission"
 	"github.com/stoke-cli/stoke/agents/secrets"
@@ -58,7 +58,7 @@ func mcpEnv(p *secrets.Policy) []string { return p.Environ(os.Environ()) }
 
 // newMCP registers the configured servers, the SDK host's (its in-process servers and
 // those its initialize request delivered) and the agents' own. Nothing starts yet (start).
-func (s *session) newMCP(ctx context.Context, cat agents.Catalog) *mcpState {
+func (s *session) newMCP(ctx context.Context, cat catalog.Catalog) *mcpState {
 	st := &mcpState{ctx: ctx, own: map[string][]string{}}
 	servers := s.opts.MCP.Servers
 	var sdkTransport func(string) (sdkmcp.Transport, error)
@@ -103,7 +103,7 @@ func (st *mcpState) start() {
 
 // agentServers registers the inline servers of def that may start and returns the names
 // of the servers def names that exist, warning about the others.
-func (s *session) agentServers(m *mcp.Manager, def agents.Definition) []string {
+func (s *session) agentServers(m *mcp.Manager, def catalog.Definition) []string {
 	var names []string
 	warn := func(server, why string) {
 		s.opts.Logger.Warn("agent MCP server ignored", "subagent_type", def.Name, "file", def.Source, "server", server, "reason", why)
@@ -147,9 +147,9 @@ func (s *session) agentServers(m *mcp.Manager, def agents.Definition) []string {
 }
 
 // projectDefinition reports whether def was read from the project's agent directories.
-func (s *session) projectDefinition(def agents.Definition) bool {
+func (s *session) projectDefinition(def catalog.Definition) bool {
 	dir := filepath.Dir(def.Source)
-	for _, d := range (agents.LoadOptions{ProjectDir: s.opts.CWD}).Dirs() {
+	for _, d := range (catalog.LoadOptions{ProjectDir: s.opts.CWD}).Dirs() {
 		if d == dir {
 			return true
 		}
@@ -164,7 +164,7 @@ func (s *session) projectDefinition(def agents.Definition) bool {
 // (mcp__server__tool, mcp__server or mcp__server__*); every subagent gets the tools of
 // the servers its mcpServers names. Servers not started yet start now. disallowedTools
 // takes tools away by the same names.
-func (s *session) mcpTools(def agents.Definition, w *tools.Workspace) []tools.Tool {
+func (s *session) mcpTools(def catalog.Definition, w *tools.Workspace) []tools.Tool {
 	st := s.mcp
 	own := st.own[def.Name]
 	servers := slices.Clone(own)
@@ -198,7 +198,7 @@ func (s *session) parentMCPTools(ws *tools.Workspace) []tools.Tool {
 			denied = append(denied, rule.Tool)
 		}
 	}
-	return s.mcpTools(agents.Definition{DisallowedTools: denied}, ws)
+	return s.mcpTools(catalog.Definition{DisallowedTools: denied}, ws)
 }
 
 // close stops the servers.

@@ -68,7 +68,7 @@ type Options struct {
 	// files that write their model as provider:model.
 	Provider string
 	// ModelAliases map the model values of agent files (sonnet, opus, haiku, fast, ...)
-	// to model names (the model-aliases settings; agents.ResolveModel).
+	// to model names (the model-aliases settings; catalog.ResolveModel).
 	ModelAliases map[string]string
 	// MaxTurns caps parent model calls per turn; 0 means no cap (cmd's default is
 	// agents.DefaultMaxTurns).

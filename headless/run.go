@@ -13,6 +13,7 @@ import (
 	"github.com/stoke-cli/stoke/agents"
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/permission"
+	"github.com/stoke-cli/stoke/agents/runtime"
 	"github.com/stoke-cli/stoke/agents/store"
 	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/agents/trace"
@@ -103,7 +104,7 @@ type session struct {
 	enc    *streamjson.Encoder // events (stdout with stream-json, else discarded)
 	out    *streamjson.Encoder // the final result object with --output-format json
 	reg    *agents.Registry
-	parent *agents.Runtime
+	parent *runtime.Runtime
 	// parentModel is the parent's model, which says what media it takes (llm.CheckInput).
 	parentModel llm.Model
 	mb          *mailbox
@@ -266,16 +267,17 @@ func newSession(ctx context.Context, opts Options, cp *sdkhost.ControlPlane) (_ 
 	}
 	s.mcp.start()
 	parentTools := s.parentTools(ws)
-	var chat agents.ChatStore
+	var chat runtime.ChatStore
 	if s.chat != nil {
 		chat = s.chat
 	}
-	parentCfg := agents.RuntimeConfig{
+	parentCfg := runtime.Config{
 		Agent:     "parent",
 		System:    parentSystemPrompt,
 		Model:     model,
 		ModelName: opts.ModelName,
 		Tools:     func() *tools.Set { return parentTools },
+		Order:     agents.TaskToolOrder,
 		MaxSteps:  opts.MaxTurns,
 		Inbox:     s.mb,
 		Store:     chat,
@@ -287,7 +289,7 @@ func newSession(ctx context.Context, opts Options, cp *sdkhost.ControlPlane) (_ 
 	if s.host != nil {
 		parentCfg = s.host.Parent(parentCfg)
 	}
-	s.parent = agents.NewRuntime(parentCfg)
+	s.parent = runtime.New(parentCfg)
 	s.parentModel = parentCfg.Model
 
 	init := streamjson.NewInit()
@@ -486,7 +488,7 @@ func (s *session) turn(ctx context.Context, msg llm.Message, perTurnResult bool)
 		// for every notification it reads stops there too.
 		left := s.opts.MaxTurns - s.promptCalls
 		if left <= 0 {
-			return fmt.Errorf("%w: %w (%d)", ErrMaxTurns, agents.ErrMaxSteps, s.opts.MaxTurns)
+			return fmt.Errorf("%w: %w (%d)", ErrMaxTurns, runtime.ErrMaxSteps, s.opts.MaxTurns)
 		}
 		s.parent.SetMaxSteps(left)
 	}
@@ -512,25 +514,25 @@ func (s *session) turn(ctx context.Context, msg llm.Message, perTurnResult bool)
 	s.apiTime += res.Stats.APIDuration
 	s.lastText = res.FinalText
 	switch res.Reason {
-	case agents.ReasonCompleted:
+	case runtime.ReasonCompleted:
 		s.lastStop = llm.StopEndTurn
 		if perTurnResult {
 			s.writeResult(streamjson.ResultSuccess, "")
 			s.idle()
 		}
 		return nil
-	case agents.ReasonMaxTurns:
-		if !errors.Is(res.Err, agents.ErrStopLoop) {
+	case runtime.ReasonMaxTurns:
+		if !errors.Is(res.Err, runtime.ErrStopLoop) {
 			// The cap the user set, not what was left of it for this turn.
-			return fmt.Errorf("%w: %w (%d)", ErrMaxTurns, agents.ErrMaxSteps, s.opts.MaxTurns)
+			return fmt.Errorf("%w: %w (%d)", ErrMaxTurns, runtime.ErrMaxSteps, s.opts.MaxTurns)
 		}
 		return fmt.Errorf("%w: %w", ErrMaxTurns, res.Err)
-	case agents.ReasonError:
+	case runtime.ReasonError:
 		if errors.Is(res.Err, sdkhost.ErrMaxSessionTurns) {
 			return fmt.Errorf("%w: %w", ErrMaxTurns, res.Err)
 		}
 		return fmt.Errorf("%w: %w", ErrRunFailed, res.Err)
-	case agents.ReasonCancelled:
+	case runtime.ReasonCancelled:
 		return res.Err
 	default:
 		return fmt.Errorf("%w: %w", ErrRunFailed, res.Err)
@@ -546,7 +548,7 @@ func (s *session) fail(ctx context.Context, err error) error {
 	case errors.Is(err, sdkhost.ErrMaxSessionTurns):
 		s.writeResult(streamjson.ResultErrorMaxTurns, fmt.Sprintf("Reached max session turns (%d)", s.opts.SDK.MaxSessionTurns))
 		return err
-	case errors.Is(err, agents.ErrStopLoop):
+	case errors.Is(err, runtime.ErrStopLoop):
 		s.writeResult(streamjson.ResultErrorMaxTurns, "Stop hook loop: "+strings.TrimPrefix(err.Error(), ErrMaxTurns.Error()+": "))
 		return err
 	case errors.Is(err, ErrMaxTurns):

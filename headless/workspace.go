@@ -10,11 +10,12 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/stoke-cli/stoke/agents"
+	"github.com/stoke-cli/stoke/agents/catalog"
 	"github.com/stoke-cli/stoke/agents/hooks"
 	"github.com/stoke-cli/stoke/agents/mcp"
 	"github.com/stoke-cli/stoke/agents/permission"
 	"github.com/stoke-cli/stoke/agents/tools"
+	"github.com/stoke-cli/stoke/agents/worktree"
 	"github.com/stoke-cli/stoke/headless/sdkhost"
 	"github.com/stoke-cli/stoke/streamjson"
 )
@@ -22,8 +23,8 @@ import (
 // definitions loads the subagent types: built-ins, then agent files (see docs/agents.md),
 // then agents defined by an SDK host. The run's approval mode is a ceiling for all of
 // them: a definition that names a higher mode runs under the run's, with one warning.
-func (s *session) definitions() agents.Catalog {
-	cat, warnings := agents.LoadDefinitions(agents.LoadOptions{
+func (s *session) definitions() catalog.Catalog {
+	cat, warnings := catalog.LoadDefinitions(catalog.LoadOptions{
 		ProjectDir: s.opts.CWD, UserStokeHome: s.opts.Home, Bare: s.opts.Bare, TrustProject: s.opts.TrustProject,
 		ModelAliases: s.opts.ModelAliases, Provider: s.opts.Provider, ParentModel: s.opts.ModelName,
 	})
@@ -54,7 +55,7 @@ func (s *session) definitions() agents.Catalog {
 // with a budget the run is refused (ErrUsage), naming the model, the type, its source
 // and the prices: setting, as the CLI refuses an unknown parent model. A type without a
 // model of its own runs on the parent's, which the CLI has checked.
-func (s *session) checkAgentPrices(cat agents.Catalog) error {
+func (s *session) checkAgentPrices(cat catalog.Catalog) error {
 	if s.opts.SDK.MaxBudgetUSD <= 0 {
 		return nil
 	}
@@ -105,11 +106,11 @@ func (s *session) permissionRules(w *tools.Workspace) *permission.Rules {
 // The set made for a type in the session's working directory, when it has no MCP tools,
 // is kept and shared by that type's runtimes (a Set is immutable and its tools are
 // stateless): a thousand agents of one type share one set of declarations.
-func (s *session) subagentTools(ws *tools.Workspace, opts []tools.Option) func(agents.Definition, string) *tools.Set {
+func (s *session) subagentTools(ws *tools.Workspace, opts []tools.Option) func(catalog.Definition, string) *tools.Set {
 	_, approves := s.workspaceApproval()
 	var mu sync.Mutex
 	shared := map[string]*tools.Set{}
-	return func(def agents.Definition, root string) *tools.Set {
+	return func(def catalog.Definition, root string) *tools.Set {
 		if root == "" {
 			mu.Lock()
 			set := shared[def.Name]
@@ -191,7 +192,7 @@ func (s *session) hookRunner() *hooks.Runner {
 type workspaceState struct{ cwd, head string }
 
 func (s *session) workspaceState() workspaceState {
-	return workspaceState{cwd: s.opts.CWD, head: agents.GitHead(s.opts.CWD)}
+	return workspaceState{cwd: s.opts.CWD, head: worktree.GitHead(s.opts.CWD)}
 }
 
 // checkWorkspace releases resident runtimes when the workspace changed since the last

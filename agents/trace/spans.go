@@ -190,7 +190,7 @@ func StartTurn(ctx context.Context, tracer Tracer, info TurnInfo) (context.Conte
 		oteltrace.WithAttributes(attrs...))
 }
 
-// ReasonCancelled is the turn reason of a cancelled turn (agents.ReasonCancelled).
+// ReasonCancelled is the turn reason of a cancelled turn (runtime.ReasonCancelled).
 const ReasonCancelled = "cancelled"
 
 // EndTurn records how the turn ended (reason: completed, max_turns, error, cancelled)

@@ -421,7 +421,7 @@ func TestShapeTargets(t *testing.T) {
 	}
 	// The runtime and its controller never reach back into the registry (and its lock):
 	// what they share with it is the taskEnv, which holds no registry either.
-	for _, name := range []string{"agents/controller.go", "agents/runtime.go", "agents/env.go", "agents/runner.go"} {
+	for _, name := range []string{"agents/controller.go", "agents/env.go", "agents/runner.go"} {
 		f := pkgs["agents"].files[name]
 		if f == nil {
 			t.Fatalf("%s not found", name)

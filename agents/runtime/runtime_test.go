@@ -1,12 +1,10 @@
-package agents
+package runtime
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stoke-cli/stoke/agents/llm"
@@ -17,17 +15,19 @@ import (
 // One turn at a time; a closed runtime refuses to run; statistics reset per instruction.
 func TestRuntimeBusyDisposedAndStats(t *testing.T) {
 	t.Parallel()
-	g := newGate("", "first")
+	started, release := make(chan struct{}), make(chan struct{})
 	calls := 0
-	m := newFake(func(ctx context.Context, req llm.Request, yield func(llm.Event, error) bool) {
+	m := modelFunc(func(ctx context.Context, _ *llm.Request, yield func(llm.Event, error) bool) {
 		calls++
 		if calls == 1 {
-			g.gen(ctx, req, yield)
+			close(started)
+			<-release
+			reply(yield, "first")
 			return
 		}
-		answer(yield, "second")
+		reply(yield, "second")
 	})
-	rt := NewRuntime(RuntimeConfig{Agent: "a", Model: m})
+	rt := New(Config{Agent: "a", Model: m})
 	type out struct {
 		res TurnResult
 		err error
@@ -37,11 +37,11 @@ func TestRuntimeBusyDisposedAndStats(t *testing.T) {
 		res, err := rt.Execute(context.Background(), llm.UserText("one"))
 		first <- out{res, err}
 	}()
-	g.wait(t)
+	<-started
 	if _, err := rt.Execute(context.Background(), llm.UserText("overlap")); !errors.Is(err, ErrBusy) {
 		t.Fatalf("concurrent Execute: err = %v, want ErrBusy", err)
 	}
-	close(g.release)
+	close(release)
 	o := <-first
 	if o.err != nil || o.res.Reason != ReasonCompleted || o.res.FinalText != "first" || o.res.Stats.ModelCalls != 1 {
 		t.Fatalf("turn 1 = %+v, %v", o.res, o.err)
@@ -65,18 +65,18 @@ func TestRuntimeBusyDisposedAndStats(t *testing.T) {
 func TestRuntimeKeepsPartialTextOfCutStream(t *testing.T) {
 	t.Parallel()
 	started := make(chan struct{})
-	m := newFake(func(ctx context.Context, _ llm.Request, yield func(llm.Event, error) bool) {
+	m := modelFunc(func(ctx context.Context, _ *llm.Request, yield func(llm.Event, error) bool) {
 		if !yield(llm.Event{Kind: llm.EventTextDelta, Text: "found half"}, nil) {
 			return
 		}
 		close(started)
 		<-ctx.Done() // then end the stream without EventDone and without an error
 	})
-	rt := NewRuntime(RuntimeConfig{Agent: "a", Model: m})
+	rt := New(Config{Agent: "a", Model: m})
 	ctx, cancel := context.WithCancelCause(context.Background())
 	go func() {
 		<-started
-		cancel(ErrStopped)
+		cancel(errors.New("stopped"))
 	}()
 	res, err := rt.Execute(ctx, llm.UserText("go"))
 	if err != nil || res.Reason != ReasonCancelled || res.FinalText != "found half" {
@@ -87,43 +87,13 @@ func TestRuntimeKeepsPartialTextOfCutStream(t *testing.T) {
 // MaxSteps caps the model calls of one instruction.
 func TestRuntimeMaxSteps(t *testing.T) {
 	t.Parallel()
-	m := newFake(func(_ context.Context, _ llm.Request, yield func(llm.Event, error) bool) {
-		answer(yield, "again", llm.Block{ID: "c", Name: "probe"})
+	m := modelFunc(func(_ context.Context, _ *llm.Request, yield func(llm.Event, error) bool) {
+		reply(yield, "again", llm.Block{ID: "c", Name: "probe"})
 	})
-	rt := NewRuntime(RuntimeConfig{Agent: "a", Model: m, MaxSteps: 2, Tools: func() *tools.Set { return tools.NewSet(nopTool("probe")) }})
+	rt := New(Config{Agent: "a", Model: m, MaxSteps: 2, Tools: func() *tools.Set { return tools.NewSet(probe()) }})
 	res, err := rt.Execute(context.Background(), llm.UserText("loop"))
 	if err != nil || res.Reason != ReasonMaxTurns || !errors.Is(res.Err, ErrMaxSteps) || res.Stats.ModelCalls != 2 || res.Stats.ToolUses != 2 || res.Stats.LastTool != "probe" {
 		t.Fatalf("result = %+v, %v", res, err)
-	}
-}
-
-// A launch that fails after its row was recorded is reported as a failure, never as a
-// background agent that is running.
-func TestTaskToolReportsLaunchFailure(t *testing.T) {
-	t.Parallel()
-	h := newHarness(t, replyText("never"), func(c *RegistryConfig) {
-		// The session directory is a file: the transcript cannot be created.
-		file := filepath.Join(t.TempDir(), "not-a-dir")
-		if err := os.WriteFile(file, nil, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		c.Store = store.At(file)
-	})
-	for _, bg := range []bool{true, false} {
-		res := h.call(h.ctx(), ToolTask, map[string]any{"description": "d", "prompt": "p", "run_in_background": bg})
-		if !res.IsError || strings.Contains(res.Content, "running in the background") || !strings.Contains(res.Content, "failed to start") {
-			t.Fatalf("background=%v: result = %+v", bg, res)
-		}
-		id := taskIDOf(t, res)
-		if row, _ := h.reg.Get(id); row.Status != StatusFailed {
-			t.Fatalf("row = %+v", row)
-		}
-		if h.disposals(id) != 1 {
-			t.Fatal("controller of the failed launch not disposed once")
-		}
-	}
-	if n := len(h.model.requests()); n != 0 {
-		t.Fatalf("model got %d requests", n)
 	}
 }
 
@@ -141,12 +111,12 @@ func TestRuntimeNormalizesToolInput(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.want, func(t *testing.T) {
 			t.Parallel()
-			m := newFake(func(_ context.Context, req llm.Request, yield func(llm.Event, error) bool) {
+			m := modelFunc(func(_ context.Context, req *llm.Request, yield func(llm.Event, error) bool) {
 				if len(req.Messages) == 1 {
-					answer(yield, "", llm.Block{ID: "c1", Name: "probe", Input: json.RawMessage(tc.in)})
+					reply(yield, "", llm.Block{ID: "c1", Name: "probe", Input: json.RawMessage(tc.in)})
 					return
 				}
-				answer(yield, "done")
+				reply(yield, "done")
 			})
 			path := filepath.Join(t.TempDir(), "t.jsonl")
 			tr, err := store.OpenTranscript(path, nil)
@@ -154,7 +124,7 @@ func TestRuntimeNormalizesToolInput(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer tr.Close()
-			rt := NewRuntime(RuntimeConfig{Agent: "a", Model: m, Store: tr, Tools: func() *tools.Set { return tools.NewSet(nopTool("probe")) }})
+			rt := New(Config{Agent: "a", Model: m, Store: tr, Tools: func() *tools.Set { return tools.NewSet(probe()) }})
 			res, err := rt.Execute(context.Background(), llm.UserText("go"))
 			if err != nil || res.Reason != ReasonCompleted {
 				t.Fatalf("result = %+v, %v", res, err)

@@ -1,4 +1,4 @@
-package agents
+package catalog
 
 import (
 	"os"
@@ -533,7 +533,7 @@ func TestDefinitionCapMode(t *testing.T) {
 
 func TestCatalogLookupDefaultsAndErrors(t *testing.T) {
 	t.Parallel()
-	c := NewCatalog(append(BuiltinDefinitions(), Definition{Name: "reviewer", Prompt: "first"}, Definition{Name: "reviewer", Prompt: "second"})...)
+	c := New(append(BuiltinDefinitions(), Definition{Name: "reviewer", Prompt: "first"}, Definition{Name: "reviewer", Prompt: "second"})...)
 	if d, err := c.Lookup(""); err != nil || d.Name != GeneralPurpose {
 		t.Errorf("Lookup(\"\") = %q, %v; want %s", d.Name, err, GeneralPurpose)
 	}

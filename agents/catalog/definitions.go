@@ -1,8 +1,6 @@
-package agents
+package catalog
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -48,7 +46,8 @@ type Definition struct {
 	// run's cap (StepCap).
 	MaxTurns int
 	// MaxTime bounds one turn of the agent (Qwen Code's runConfig.max_time_minutes); 0
-	// means no bound of its own. A turn that runs out of time fails with ErrMaxTime.
+	// means no bound of its own. The registry ends a turn that runs out of time as a
+	// failure, not a cancellation.
 	MaxTime time.Duration
 	// Source is the file it came from ("built-in" for built-ins).
 	Source string
@@ -61,26 +60,6 @@ func (d Definition) StepCap(run int) int {
 		return d.MaxTurns
 	}
 	return run
-}
-
-// ErrMaxTime: a turn of a subagent ran for its definition's MaxTime.
-var ErrMaxTime = errors.New("reached the agent's time limit (runConfig.max_time_minutes)")
-
-// runLimited runs one turn of an agent of this type under its MaxTime: a turn that runs
-// out of time ends as an error wrapping ErrMaxTime, not as a cancellation. Without a
-// MaxTime it is turn(ctx).
-func (d Definition) runLimited(ctx context.Context, turn func(context.Context) (TurnResult, error)) (TurnResult, error) {
-	if d.MaxTime <= 0 {
-		return turn(ctx)
-	}
-	limit := fmt.Errorf("%w: %v", ErrMaxTime, d.MaxTime)
-	tctx, cancel := context.WithTimeoutCause(ctx, d.MaxTime, limit)
-	defer cancel()
-	res, err := turn(tctx)
-	if err == nil && res.Reason == ReasonCancelled && ctx.Err() == nil && errors.Is(context.Cause(tctx), ErrMaxTime) {
-		res.Reason, res.Err = ReasonError, limit
-	}
-	return res, err
 }
 
 // GeneralPurpose is the built-in subagent type.
@@ -129,8 +108,8 @@ func (d Definition) SystemPrompt() string {
 // Catalog is a set of definitions by name.
 type Catalog map[string]Definition
 
-// NewCatalog returns a catalog of defs; a later definition of a name replaces an earlier one.
-func NewCatalog(defs ...Definition) Catalog {
+// New returns a catalog of defs; a later definition of a name replaces an earlier one.
+func New(defs ...Definition) Catalog {
 	c := make(Catalog, len(defs))
 	for _, d := range defs {
 		c[d.Name] = d

@@ -1,4 +1,4 @@
-package agents
+package worktree
 
 import (
 	"bytes"
@@ -24,9 +24,10 @@ type Worktree struct {
 // ErrNotGitRepo: worktree isolation needs the working directory to be in a git repository.
 var ErrNotGitRepo = errors.New("worktree isolation needs a git repository")
 
-// NewWorktree creates a worktree of the repository holding cwd, on a new branch named
-// stoke/<task-id>-<turn>, checked out at HEAD, under dir.
-func NewWorktree(ctx context.Context, cwd, dir string, id TaskID, turn int) (*Worktree, error) {
+// New creates a worktree of the repository holding cwd, on a new branch named
+// stoke/<id>-<turn>, checked out at HEAD, under dir. id names what the worktree is for
+// (a task id); it must be safe in a file and a branch name.
+func New(ctx context.Context, cwd, dir, id string, turn int) (*Worktree, error) {
 	if cwd == "" {
 		return nil, fmt.Errorf("%w: no working directory given", ErrNotGitRepo)
 	}

@@ -1,4 +1,4 @@
-package agents
+package runtime
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 func TestRuntimeDiscardsARetriedAttempt(t *testing.T) {
 	t.Parallel()
 	calls := 0
-	m := newFake(func(_ context.Context, _ llm.Request, yield func(llm.Event, error) bool) {
+	m := modelFunc(func(_ context.Context, _ *llm.Request, yield func(llm.Event, error) bool) {
 		calls++
 		if calls == 1 {
 			if yield(llm.Event{Kind: llm.EventTextDelta, Text: "Half an ans"}, nil) &&
@@ -28,7 +28,7 @@ func TestRuntimeDiscardsARetriedAttempt(t *testing.T) {
 			}
 			return
 		}
-		answer(yield, "The whole answer.")
+		reply(yield, "The whole answer.")
 	})
 	var (
 		mu     sync.Mutex
@@ -36,7 +36,7 @@ func TestRuntimeDiscardsARetriedAttempt(t *testing.T) {
 		seen   []llm.EventKind
 	)
 	store := &memStore{}
-	rt := NewRuntime(RuntimeConfig{
+	rt := New(Config{
 		Agent: "a",
 		Model: retry.Wrap(m, retry.Policy{BaseDelay: time.Millisecond}),
 		Store: store,

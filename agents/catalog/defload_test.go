@@ -1,12 +1,9 @@
-package agents
+package catalog
 
 import (
-	"context"
-	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -183,36 +180,5 @@ func TestDefinitionStepCap(t *testing.T) {
 		if got := (Definition{MaxTurns: tt.own}).StepCap(tt.run); got != tt.want {
 			t.Errorf("StepCap(own %d, run %d) = %d; want %d", tt.own, tt.run, got, tt.want)
 		}
-	}
-}
-
-// A turn that outlives the definition's MaxTime fails with ErrMaxTime; a turn cancelled
-// from outside stays cancelled; a turn within its time is untouched.
-func TestDefinitionRunLimited(t *testing.T) {
-	t.Parallel()
-	waitForEnd := func(ctx context.Context) (TurnResult, error) {
-		<-ctx.Done()
-		return TurnResult{Reason: ReasonCancelled, Err: context.Cause(ctx)}, nil
-	}
-	d := Definition{MaxTime: time.Millisecond}
-	res, err := d.runLimited(t.Context(), waitForEnd)
-	if err != nil || res.Reason != ReasonError || !errors.Is(res.Err, ErrMaxTime) {
-		t.Errorf("timed out turn = %+v, %v; want an ErrMaxTime error", res, err)
-	}
-
-	ctx, cancel := context.WithCancel(t.Context())
-	cancel()
-	res, _ = (Definition{MaxTime: time.Hour}).runLimited(ctx, waitForEnd)
-	if res.Reason != ReasonCancelled || errors.Is(res.Err, ErrMaxTime) {
-		t.Errorf("cancelled turn = %+v; want it cancelled", res)
-	}
-
-	var hasDeadline bool
-	res, _ = (Definition{}).runLimited(t.Context(), func(ctx context.Context) (TurnResult, error) {
-		_, hasDeadline = ctx.Deadline()
-		return TurnResult{Reason: ReasonCompleted}, nil
-	})
-	if hasDeadline || res.Reason != ReasonCompleted {
-		t.Errorf("no MaxTime: deadline %v, result %+v", hasDeadline, res)
 	}
 }

@@ -1,4 +1,4 @@
-package agents
+package runtime
 
 import (
 	"bytes"
@@ -73,8 +73,8 @@ type ChatStore interface {
 	Sync() error
 }
 
-// RuntimeConfig configures a Runtime. Everything but Model is optional.
-type RuntimeConfig struct {
+// Config configures a Runtime. Everything but Model is optional.
+type Config struct {
 	// Agent is "parent" or the subagent type; it is sent as llm.Request.Agent.
 	Agent  string
 	System string
@@ -83,6 +83,9 @@ type RuntimeConfig struct {
 	ModelName string
 	// Tools returns the prepared tool set; it is called once, on the first Execute.
 	Tools func() *tools.Set
+	// Order is the ordered-tools policy: which calls of a reply are admitted in call
+	// order (callorder.go). Nil: none is.
+	Order ToolOrder
 	// MaxSteps caps model calls per instruction; 0 means no cap.
 	MaxSteps int
 	Inbox    Inbox
@@ -122,7 +125,7 @@ func (c *Chat) Messages() []llm.Message { return c.msgs }
 
 // Runtime is one agent: one chat and its prepared tool declarations, run one turn at a time.
 type Runtime struct {
-	cfg  RuntimeConfig
+	cfg  Config
 	busy atomic.Bool
 
 	// Only the goroutine that holds busy touches these.
@@ -134,8 +137,8 @@ type Runtime struct {
 	closed    atomic.Bool
 }
 
-// NewRuntime returns a runtime; the chat and tools are made on the first Execute.
-func NewRuntime(cfg RuntimeConfig) *Runtime {
+// New returns a runtime; the chat and tools are made on the first Execute.
+func New(cfg Config) *Runtime {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -401,15 +404,15 @@ func normalizeInput(in json.RawMessage) json.RawMessage {
 }
 
 // runTools runs the calls concurrently and returns their results in call order, as one
-// user message. Every tool_use gets a result, even when ctx is cancelled. The calls of
-// the task tools take their places in the queues in call order (callorder.go).
+// user message. Every tool_use gets a result, even when ctx is cancelled. The Admitted
+// calls (Config.Order) take their places in the queues in call order (callorder.go).
 func (r *Runtime) runTools(ctx context.Context, uses []llm.Block) llm.Message {
 	out := make([]llm.Block, len(uses))
 	rank := make([]int, len(uses))
 	n := 0
 	for i, u := range uses {
 		rank[i] = -1
-		if u.Name == ToolTask || u.Name == ToolSendMessage {
+		if r.cfg.Order != nil && r.cfg.Order(u.Name) == Admitted {
 			rank[i], n = n, n+1
 		}
 	}

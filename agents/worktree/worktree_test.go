@@ -1,4 +1,4 @@
-package agents
+package worktree
 
 import (
 	"context"
@@ -29,7 +29,7 @@ func gitRepo(t *testing.T) string {
 func TestWorktreeKeptWhenChanged(t *testing.T) {
 	t.Parallel()
 	repo := gitRepo(t)
-	w, err := NewWorktree(t.Context(), repo, filepath.Join(t.TempDir(), "wt"), "a0123456789abcdef", 1)
+	w, err := New(t.Context(), repo, filepath.Join(t.TempDir(), "wt"), "a0123456789abcdef", 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestWorktreeKeptWhenChanged(t *testing.T) {
 func TestWorktreeRemovedWhenClean(t *testing.T) {
 	t.Parallel()
 	repo := gitRepo(t)
-	w, err := NewWorktree(t.Context(), repo, filepath.Join(t.TempDir(), "wt"), "a0123456789abcdef", 2)
+	w, err := New(t.Context(), repo, filepath.Join(t.TempDir(), "wt"), "a0123456789abcdef", 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestWorktreeOutsideRepo(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git not installed")
 	}
-	_, err := NewWorktree(t.Context(), t.TempDir(), t.TempDir(), "a0123456789abcdef", 1)
+	_, err := New(t.Context(), t.TempDir(), t.TempDir(), "a0123456789abcdef", 1)
 	if err == nil || !strings.Contains(err.Error(), ErrNotGitRepo.Error()) {
 		t.Fatalf("err = %v", err)
 	}
