@@ -284,7 +284,7 @@ func (c *controller) runTurn(ctx context.Context, t turn) {
 	if err != nil {
 		res = runtime.TurnResult{Reason: runtime.ReasonError, Err: err}
 	}
-	trace.EndTurn(span, res.Reason, res.Err)
+	trace.EndTurn(span, res.Reason, res.Reason == runtime.ReasonCancelled, res.Err)
 	c.finish(t, res)
 }
 

@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/runtime"
 
 	"github.com/stoke-cli/stoke/streamjson"
 )
@@ -30,7 +31,7 @@ func taskNotification(row Row, t turn) *streamjson.TaskNotification {
 		n.Status = streamjson.StatusCompleted
 	case StatusCancelled, StatusPaused:
 		// The SDKs' word for a turn cut short; the row says whether it can go on.
-		n.Status, n.Reason = streamjson.StatusStopped, "cancelled"
+		n.Status, n.Reason = streamjson.StatusStopped, runtime.ReasonCancelled
 	default:
 		n.Status, n.Reason = streamjson.StatusFailed, row.LastOutcome.Reason
 	}

@@ -495,7 +495,7 @@ func (s *session) turn(ctx context.Context, msg llm.Message, perTurnResult bool)
 	s.parentTurns++
 	tctx, span := trace.StartTurn(tctx, s.opts.Tracer, trace.TurnInfo{SessionID: s.id, Agent: "parent", Turn: s.parentTurns})
 	res, err := s.parent.Execute(tctx, msg)
-	trace.EndTurn(span, res.Reason, err)
+	trace.EndTurn(span, res.Reason, res.Reason == runtime.ReasonCancelled, err)
 	// The parent's transcript is synced (Execute); the names in the session directory
 	// (session.json, the transcripts' files) become durable with it.
 	if s.sess != nil {
