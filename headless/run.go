@@ -7,14 +7,10 @@ import (
 	"io"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/stoke-cli/stoke/agents"
 	"github.com/stoke-cli/stoke/agents/llm"
-	"github.com/stoke-cli/stoke/agents/permission"
 	"github.com/stoke-cli/stoke/agents/runtime"
-	"github.com/stoke-cli/stoke/agents/store"
 	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/agents/trace"
 	"github.com/stoke-cli/stoke/headless/sdkhost"
@@ -59,14 +55,23 @@ func Run(ctx context.Context, opts Options) error {
 			return fmt.Errorf("%w: %w", ErrUsage, err)
 		}
 	}
-	s, err := newSession(ctx, opts, cp)
+	p, err := Assemble(ctx, opts, cp)
 	if err != nil {
 		return err
 	}
-	defer s.close()
-	err = s.run(ctx)
-	if s.host != nil {
-		s.host.Close()
+	return Serve(ctx, p, inputs(ctx, p.opts, cp))
+}
+
+// Serve runs the loop of the session p over the user turns of in (closed after the
+// last), then the end-of-run policy and the final result, and closes p. It returns what
+// Run returns. The registry's turns live under the ctx p was assembled with; ctx ends
+// the loop (a signal, --timeout).
+func Serve(ctx context.Context, p *Parts, in <-chan Input) error {
+	defer p.Close()
+	s := &session{Parts: p, reminder: p.reminder}
+	err := s.run(ctx, in)
+	if p.host != nil {
+		p.host.Close()
 	}
 	return err
 }
@@ -96,40 +101,14 @@ func withDefaults(o Options) Options {
 	return o
 }
 
-// session is one run's state. opts is never changed once the session is built.
+// session is the loop of one run: it holds the run's parts (Assemble) and the loop's
+// state, which only the loop's goroutine touches.
 type session struct {
-	opts Options
-	// id is the session's id: Options.SessionID, or the resumed session's.
-	id     string
-	enc    *streamjson.Encoder // events (stdout with stream-json, else discarded)
-	out    *streamjson.Encoder // the final result object with --output-format json
-	reg    *agents.Registry
-	parent *runtime.Runtime
-	// parentModel is the parent's model, which says what media it takes (llm.CheckInput).
-	parentModel llm.Model
-	mb          *mailbox
-	meter       *meter                // the model of every agent, with the run's usage and cost
-	cp          *sdkhost.ControlPlane // stream-json stdin (nil with a text prompt)
-	host        host                  // the SDK host's side (nil for a plain run)
-	chat        *store.Transcript     // the parent's transcript (nil without a home)
-	start       time.Time
-	// sess is the session directory (nil without a home); opened holds its lock and
-	// session.json.
-	sess   *store.Session
-	opened *opened
-	// reminder is added once to the next ordinary user prompt after a restore, with the
-	// notifications the parent had not read before the previous run ended.
+	*Parts
+	// reminder is added once to the next ordinary user prompt (Parts.reminder).
 	reminder []llm.Block
-
-	mu sync.Mutex
-	// turnHandle cancels the running parent turn (the budget); nil between turns.
-	turnHandle *turnHandle
-	// denials are the refused tool calls, for the result's permission_denials.
-	denials []streamjson.PermissionDenial
 	// lastWorkspace is the workspace as the previous parent turn left it.
 	lastWorkspace *workspaceState
-	// rules are --allowedTools and --disallowedTools over the workspace (workspace.go).
-	rules *permission.Rules
 
 	// per-run accounting of the parent
 	parentTurns int // prompts and notification turns, for trace spans
@@ -141,226 +120,19 @@ type session struct {
 	lastText    string
 	lastStop    string
 	wroteFinal  bool
-
-	mcp *mcpState // the MCP servers (mcp.go)
-	// surface rewrites the events of an SDK session for its host (nil otherwise); set
-	// before the first event.
-	surface func(streamjson.Event) streamjson.Event
-}
-
-func newSession(ctx context.Context, opts Options, cp *sdkhost.ControlPlane) (_ *session, err error) {
-	st, err := openSession(ctx, opts)
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if err != nil {
-			_ = st.lock.Unlock()
-		}
-	}()
-	id, sess := st.id, st.sess
-	s := &session{opts: opts, id: id, start: time.Now(), sess: sess, opened: st, cp: cp}
-	evOut := io.Discard
-	if opts.OutputFormat == OutputStreamJSON {
-		evOut = opts.Stdout
-	}
-	s.enc = streamjson.NewEncoder(evOut, id, nil)
-	s.out = streamjson.NewEncoder(opts.Stdout, id, nil)
-	window := opts.NotifyWindow
-	if window == 0 {
-		window = DefaultNotifyWindow
-	}
-	s.mb = newMailbox(s.emit, window)
-	var model llm.Model
-	if opts.Model != nil {
-		s.meter = &meter{Model: opts.Model, prices: opts.Prices, charged: s.charged}
-		model = s.meter
-	} else {
-		s.meter = &meter{}
-	}
-	sdk := s.newHost(ctx, cp, model)
-	var lifecycle agents.Lifecycle = agents.Lifecycles(s.mb, failureLog{logger: opts.Logger, secrets: opts.Secrets})
-	if sdk != nil {
-		s.host = sdk
-		lifecycle = agents.Lifecycles(lifecycle, sdk)
-		if opts.sdkMode() {
-			s.surface = sdk.Surface
-		}
-	}
-
-	history := st.history
-	var taskStore agents.TaskStore
-	if sess != nil {
-		if err := st.writeInfo(); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrRunFailed, err)
-		}
-		tr, err := sess.OpenParent(st.info, nil)
-		if err != nil {
-			return nil, fmt.Errorf("%w: open session: %w", ErrRunFailed, err)
-		}
-		s.chat, taskStore = tr, sess
-	}
-	ws, wsOpts, err := s.newWorkspace()
-	if err != nil {
-		if s.chat != nil {
-			_ = s.chat.Close()
-		}
-		return nil, fmt.Errorf("%w: workspace: %w", ErrUsage, err)
-	}
-	catalog := s.definitions()
-	if err := s.checkAgentPrices(catalog); err != nil {
-		if s.chat != nil {
-			_ = s.chat.Close()
-		}
-		return nil, err
-	}
-	s.reg = agents.NewRegistry(ctx, agents.RegistryConfig{
-		SessionID:        id,
-		Store:            taskStore,
-		CWD:              opts.CWD,
-		Model:            model,
-		ModelName:        opts.ModelName,
-		MaxBackground:    opts.MaxBackground,
-		MaxQueued:        opts.MaxQueued,
-		MaxForeground:    opts.MaxForeground,
-		MaxRetained:      opts.MaxRetained,
-		BackgroundAgents: opts.BackgroundAgents,
-		MaxSteps:         agents.DefaultMaxSteps,
-		SubagentTools:    s.subagentTools(ws, wsOpts),
-		Hooks:            opts.Hooks,
-		HookRunner:       s.hookRunner(),
-		Tracer:           opts.Tracer,
-		Catalog:          catalog,
-		Emit:             s.emit,
-		Notify:           s.mb.Push,
-		Lifecycle:        lifecycle,
-		Logger:           opts.Logger,
-		NewID:            opts.NewTaskID,
-	})
-	s.mb.active = s.reg.Unsettled
-	if len(st.roster) > 0 {
-		if err := s.reg.Restore(st.roster); err != nil {
-			s.reg.Shutdown()
-			if s.chat != nil {
-				_ = s.chat.Close()
-			}
-			return nil, fmt.Errorf("%w: restore agents: %w", ErrRunFailed, err)
-		}
-		if !opts.Bare {
-			s.reminder = append(s.reminder, rosterReminder(len(st.roster)))
-		}
-	}
-	// Results the parent never read (the previous run ended first) come with the first
-	// prompt, --bare or not: nothing acknowledged is lost.
-	for _, m := range st.unread {
-		s.reminder = append(s.reminder, m.Content...)
-	}
-	s.mcp = s.newMCP(ctx, s.reg.Catalog())
-	if cp != nil {
-		// From here the host's lines are routed (its initialize request answered first):
-		// the MCP servers that run in the host start through the control plane.
-		var h sdkhost.ControlHandler
-		if sdk != nil {
-			h = sdk
-		}
-		cp.Attach(h, s.enc)
-	}
-	s.mcp.start()
-	parentTools := s.parentTools(ws)
-	var chat runtime.ChatStore
-	if s.chat != nil {
-		chat = s.chat
-	}
-	parentCfg := runtime.Config{
-		Agent:     "parent",
-		System:    parentSystemPrompt,
-		Model:     model,
-		ModelName: opts.ModelName,
-		Tools:     func() *tools.Set { return parentTools },
-		Order:     agents.TaskToolOrder,
-		MaxSteps:  opts.MaxTurns,
-		Inbox:     s.mb,
-		Store:     chat,
-		Emit:      s.emit,
-		History:   history,
-		StopHook:  s.parentStopHook(),
-		Tracer:    opts.Tracer,
-	}
-	if s.host != nil {
-		parentCfg = s.host.Parent(parentCfg)
-	}
-	s.parent = runtime.New(parentCfg)
-	s.parentModel = parentCfg.Model
-
-	init := streamjson.NewInit()
-	init.CWD, init.Model, init.Tools = opts.CWD, opts.ModelName, parentTools.Names()
-	init.Agents = s.reg.Catalog().Names()
-	init.PermissionMode = opts.ApprovalMode.PermissionMode()
-	init.MCPServers = s.mcpStatuses()
-	init.StokeVersion = opts.Version
-	init.ClaudeCodeVersion = opts.Version
-	s.emit(init)
-	return s, nil
-}
-
-// emit writes one event on the stream: in an SDK session, as the host's SDK reads it
-// (sdkhost.Host.Surface).
-func (s *session) emit(ev streamjson.Event) {
-	out := ev
-	if s.surface != nil {
-		out = s.surface(ev)
-	}
-	if err := s.enc.Encode(out); err != nil {
-		s.opts.Logger.Debug("write event", "err", err)
-	}
-	if s.opts.Observe != nil {
-		s.opts.Observe(ev)
-	}
-}
-
-func (s *session) close() {
-	s.reg.Shutdown()
-	s.mcp.close()
-	if s.chat != nil {
-		_ = s.chat.Close()
-	}
-	if err := s.opened.writeInfo(); err != nil {
-		s.opts.Logger.Warn("write session info", "err", err)
-	}
-	if err := s.opened.lock.Unlock(); err != nil {
-		s.opts.Logger.Warn("unlock session", "err", err)
-	}
-}
-
-// prompts yields the user turns: the text prompt, or stream-json lines from stdin.
-func (s *session) prompts(ctx context.Context) <-chan sdkhost.Prompt {
-	if s.cp != nil {
-		// The control plane's reader routes stdin by type: user lines come here.
-		return s.cp.Prompts(ctx)
-	}
-	ch := make(chan sdkhost.Prompt)
-	go func() {
-		defer close(ch)
-		select {
-		case ch <- sdkhost.Prompt{Msg: llm.UserText(s.opts.Prompt)}:
-		case <-ctx.Done():
-		}
-	}()
-	return ch
 }
 
 // run is the parent loop: user turns as they come, notification turns when idle, the
 // end-of-run policy, and the final result.
-func (s *session) run(ctx context.Context) error {
+func (s *session) run(ctx context.Context, prompts <-chan Input) error {
 	streamIn := s.opts.InputFormat == InputStreamJSON
-	prompts := s.prompts(ctx)
 	// due fires when held notifications are due (mailbox.due).
 	due := time.NewTimer(time.Hour)
 	due.Stop()
 	defer due.Stop()
 	var usageErr error
 	for prompts != nil || s.pendingBackground() {
-		var p sdkhost.Prompt
+		var p Input
 		var ok bool
 		select {
 		case p, ok = <-prompts:
@@ -376,22 +148,7 @@ func (s *session) run(ctx context.Context) error {
 			s.mb.wake()
 			continue
 		case <-s.mb.ready:
-			if s.mb.empty() {
-				// A turn settled whose notification the parent already read: the run
-				// may be over (the loop condition) or idle.
-				s.idle()
-				continue
-			}
-			if wait := s.mb.due(); wait > 0 {
-				// Other agents are still at work: theirs may come with these.
-				due.Reset(wait)
-				continue
-			}
-			notes, ok := s.mb.take()
-			if !ok {
-				continue
-			}
-			if err := s.turn(ctx, notes, streamIn); err != nil {
+			if err := s.notified(ctx, due, streamIn); err != nil {
 				return s.fail(ctx, err)
 			}
 			continue
@@ -417,6 +174,33 @@ func (s *session) run(ctx context.Context) error {
 			prompts = nil // one text prompt
 		}
 	}
+	return s.end(ctx, usageErr, streamIn)
+}
+
+// notified acts on the mailbox's signal: a notification turn once the notifications
+// held are due, or, when a turn settled whose notification the parent already read, the
+// host told the run is idle.
+func (s *session) notified(ctx context.Context, due *time.Timer, streamIn bool) error {
+	if s.mb.empty() {
+		// The run may be over (the loop's condition) or idle.
+		s.idle()
+		return nil
+	}
+	if wait := s.mb.due(); wait > 0 {
+		// Other agents are still at work: theirs may come with these.
+		due.Reset(wait)
+		return nil
+	}
+	notes, ok := s.mb.take()
+	if !ok {
+		return nil
+	}
+	return s.turn(ctx, notes, streamIn)
+}
+
+// end ends the run once the input is over and no background work holds it: the
+// background policy, the final result, the error to exit with.
+func (s *session) end(ctx context.Context, usageErr error, streamIn bool) error {
 	if usageErr != nil {
 		if s.numTurns == 0 {
 			s.writeResultAs(streamjson.ResultErrorDuringExecution, streamjson.TerminalSetupFailed, usageErr.Error())
@@ -437,7 +221,7 @@ func (s *session) run(ctx context.Context) error {
 // checkInput refuses a stream-json user message holding a tool_result that answers no
 // tool call the parent's conversation waits for: stored, it would make every later
 // request fail at a provider that checks tool-call order. Nothing of the message is kept.
-func (s *session) checkInput(p sdkhost.Prompt) error {
+func (s *session) checkInput(p Input) error {
 	history := s.opened.history
 	if chat := s.parent.Chat(); chat != nil {
 		history = chat.Messages()
@@ -498,8 +282,8 @@ func (s *session) turn(ctx context.Context, msg llm.Message, perTurnResult bool)
 	trace.EndTurn(span, res.Reason, res.Reason == runtime.ReasonCancelled, err)
 	// The parent's transcript is synced (Execute); the names in the session directory
 	// (session.json, the transcripts' files) become durable with it.
-	if s.sess != nil {
-		if serr := s.sess.Sync(); serr != nil {
+	if sess := s.opened.sess; sess != nil {
+		if serr := sess.Sync(); serr != nil {
 			s.opts.Logger.Warn("sync session directory", "err", serr)
 		}
 	}
@@ -601,11 +385,7 @@ func (s *session) writeResult(subtype, errText string) {
 func (s *session) writeResultAs(subtype, terminal, errText string) {
 	usage, cost := s.meter.total()
 	r := streamjson.NewResult(subtype)
-	s.mu.Lock()
-	if len(s.denials) > 0 {
-		r.PermissionDenials = append([]streamjson.PermissionDenial(nil), s.denials...)
-	}
-	s.mu.Unlock()
+	r.PermissionDenials = s.ws.refused()
 	r.DurationMS = time.Since(s.start).Milliseconds()
 	r.DurationAPIMS = s.apiTime.Milliseconds()
 	r.NumTurns = s.numTurns
@@ -623,9 +403,9 @@ func (s *session) writeResultAs(subtype, terminal, errText string) {
 	s.wroteFinal = true
 	switch s.opts.OutputFormat {
 	case OutputStreamJSON:
-		s.emit(r)
+		s.events.emit(r)
 	case OutputJSON:
-		_ = s.out.Encode(r)
+		_ = s.events.out.Encode(r)
 	default:
 		if subtype == streamjson.ResultSuccess {
 			text := s.lastText

@@ -478,6 +478,16 @@ func TestShapeTargets(t *testing.T) {
 			t.Errorf("%s: %s: the agent loop is handed an ordered-tools policy; it never names a task tool", file.name, use)
 		}
 	}
+	// headless.session holds the parts and runs the loop; an assembler builds the parts.
+	headless := pkgs["headless"]
+	if n := methodCount("session", filesOf(headless)...); n > maxSessionMethods {
+		t.Errorf("headless.session has %d methods, want at most %d: what builds the run's parts belongs to the assembler", n, maxSessionMethods)
+	}
+	for _, file := range nonTestFiles(map[string]*pkg{"headless": headless}) {
+		for _, fn := range longFuncs(headless.fset, file.f, maxHeadlessFunc) {
+			t.Errorf("%s: %s, want at most %d lines", file.name, fn, maxHeadlessFunc)
+		}
+	}
 	sdkhost := pkgs["headless/sdkhost"]
 	if sdkhost == nil {
 		t.Fatal("headless/sdkhost not found")
