@@ -77,7 +77,7 @@ func writeRosterSidecar(t *testing.T, dir, cwd string, f rosterSidecar) {
 	row := Row{TaskID: f.id, Description: "d " + string(f.id), SubagentType: catalog.GeneralPurpose, Status: f.status, Turn: 1,
 		Backgrounded: f.backgrounded, ParentSessionID: f.owner, Transcript: path,
 		CreatedAt: f.ended.Add(-time.Minute), EndedAt: f.ended, BlockedReason: f.blocked}
-	if err := WriteSidecar(store.At(dir), Sidecar{Row: row, CWD: f.cwd, Isolation: f.isolation}); err != nil {
+	if err := writeSidecar(store.At(dir), Sidecar{Row: row, CWD: f.cwd, Isolation: f.isolation}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -303,7 +303,7 @@ func TestSidecarRoundTripAndModes(t *testing.T) {
 	dir := t.TempDir()
 	row := Row{TaskID: tid(3), ParentSessionID: rosterSession, Status: StatusCompleted, Turn: 4, Backgrounded: true,
 		Transcript: filepath.Join(dir, "agents", string(tid(3))+".jsonl")}
-	if err := WriteSidecar(store.At(dir), Sidecar{Row: row, CWD: "/w", Isolation: "worktree"}); err != nil {
+	if err := writeSidecar(store.At(dir), Sidecar{Row: row, CWD: "/w", Isolation: "worktree"}); err != nil {
 		t.Fatal(err)
 	}
 	raw, _ := os.ReadFile(sidecarFile(dir, tid(3)))
@@ -319,7 +319,7 @@ func TestSidecarRoundTripAndModes(t *testing.T) {
 	if st.Mode().Perm() != 0o600 || dst.Mode().Perm() != 0o700 {
 		t.Errorf("modes: file %v dir %v", st.Mode().Perm(), dst.Mode().Perm())
 	}
-	if err := WriteSidecar(store.At(dir), Sidecar{Row: Row{TaskID: "../x"}}); !errors.Is(err, ErrBadTaskID) {
+	if err := writeSidecar(store.At(dir), Sidecar{Row: Row{TaskID: "../x"}}); !errors.Is(err, ErrBadTaskID) {
 		t.Errorf("write with a bad id: %v", err)
 	}
 }
@@ -344,4 +344,13 @@ func FuzzDecodeSidecar(f *testing.F) {
 			t.Fatalf("transcript path not resolved: %q", s.Transcript)
 		}
 	})
+}
+
+// writeSidecar stores s in session sess, as a controller does.
+func writeSidecar(sess *store.Session, s Sidecar) error {
+	data, err := EncodeSidecar(s, sess.Rel)
+	if err != nil {
+		return err
+	}
+	return sess.WriteSidecar(string(s.TaskID), data)
 }

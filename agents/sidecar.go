@@ -41,15 +41,6 @@ func EncodeSidecar(s Sidecar, rel func(string) string) ([]byte, error) {
 	return append(data, '\n'), nil
 }
 
-// WriteSidecar stores s in session sess.
-func WriteSidecar(sess *store.Session, s Sidecar) error {
-	data, err := EncodeSidecar(s, sess.Rel)
-	if err != nil {
-		return err
-	}
-	return sess.WriteSidecar(string(s.TaskID), data)
-}
-
 // ErrBadSidecar: a sidecar is corrupt, truncated, or does not match its file name.
 var ErrBadSidecar = errors.New("bad sidecar")
 

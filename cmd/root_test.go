@@ -215,7 +215,11 @@ func TestListCommandsReadDisk(t *testing.T) {
 	}
 	row := agents.Row{TaskID: "a0123456789abcdef", Description: "keep nonce", SubagentType: "general-purpose",
 		Status: agents.StatusCompleted, Turn: 2, Backgrounded: true, ParentSessionID: fixedSessionID, CreatedAt: now}
-	if err := agents.WriteSidecar(sess, agents.Sidecar{Row: row, CWD: p.cwd}); err != nil {
+	data, err := agents.EncodeSidecar(agents.Sidecar{Row: row, CWD: p.cwd}, sess.Rel)
+	if err == nil {
+		err = sess.WriteSidecar(string(row.TaskID), data)
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {

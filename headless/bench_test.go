@@ -46,7 +46,11 @@ func storedSession(b *testing.B, home, cwd, id string, n int) {
 	write(tpath, store.Record{Type: store.RecordMeta, TaskID: string(id0), SubagentType: catalog.GeneralPurpose})
 	row := agents.Row{TaskID: id0, SubagentType: catalog.GeneralPurpose, Status: agents.StatusCompleted, Turn: 1,
 		Backgrounded: true, ParentSessionID: id, Transcript: tpath, CreatedAt: now, EndedAt: now}
-	if err := agents.WriteSidecar(sess, agents.Sidecar{Row: row, CWD: cwd}); err != nil {
+	data, err := agents.EncodeSidecar(agents.Sidecar{Row: row, CWD: cwd}, sess.Rel)
+	if err == nil {
+		err = sess.WriteSidecar(string(id0), data)
+	}
+	if err != nil {
 		b.Fatal(err)
 	}
 }

@@ -73,7 +73,7 @@ type frontMatter struct {
 	MCPServers mcpServerList `yaml:"mcpServers"` // defmcp.go
 }
 
-// parsed is one definition file as ParseDefinition reads it, with what it made of it.
+// parsed is one definition file as parseDefinition reads it, with what it made of it.
 type parsed struct {
 	def Definition
 	// unknown are the names of tools that stoke does not have (kept in def.Tools, where
@@ -83,15 +83,10 @@ type parsed struct {
 	warnings []string
 }
 
-// ParseDefinition parses one definition file; source (its path) becomes Source. It
-// returns what it ignored or could not map, one warning each (without the path). The
-// model is returned as written (inherit as ""): LoadDefinitions resolves aliases. The
-// error describes the problem without the path.
-func ParseDefinition(source string, data []byte) (Definition, []string, error) {
-	p, err := parseDefinition(source, data)
-	return p.def, p.warnings, err
-}
-
+// parseDefinition parses one definition file; source (its path) becomes Source. It
+// returns, with the definition, what it ignored or could not map, one warning each
+// (without the path). The model is returned as written (inherit as ""): LoadDefinitions
+// resolves aliases. The error describes the problem without the path.
 func parseDefinition(source string, data []byte) (parsed, error) {
 	fmText, body, err := splitFrontMatter(data)
 	if err != nil {

@@ -654,3 +654,9 @@ func TestLinkedProjectFileIsNotRead(t *testing.T) {
 		t.Errorf("warnings = %s", w)
 	}
 }
+
+// ParseDefinition is parseDefinition's definition and warnings.
+func ParseDefinition(source string, data []byte) (Definition, []string, error) {
+	p, err := parseDefinition(source, data)
+	return p.def, p.warnings, err
+}
