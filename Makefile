@@ -112,7 +112,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSidecar$$' -fuzztime $(FUZZTIME) ./agents
 	$(GO) test -run '^$$' -fuzz '^FuzzRules$$' -fuzztime $(FUZZTIME) ./agents/permission
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./agents/llm/cassette
-	$(GO) test -run '^$$' -fuzz '^FuzzParseDefinition$$' -fuzztime $(FUZZTIME) ./agents
+	$(GO) test -run '^$$' -fuzz '^FuzzParseDefinition$$' -fuzztime $(FUZZTIME) ./agents/catalog
 
 # Benchmarks: in-process (continuation overhead, encoder) and whole-process (wall time and
 # peak RSS of `stoke version`, a one-turn scripted run, the nonce scenario).
