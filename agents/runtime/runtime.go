@@ -25,6 +25,16 @@ const (
 	ReasonCancelled = "cancelled"
 )
 
+// The interruption markers, as Claude Code writes them. A turn that is cancelled (an SDK
+// host's interrupt, a signal, --timeout, task_stop) closes its place in the history with
+// InterruptMarker, as a user message, before the next instruction is added: the model
+// sees that the request was stopped, and the next one is not merged into it. A tool call
+// it cut mid-way, or never let start, has InterruptedToolUse as its result.
+const (
+	InterruptMarker    = "[Request interrupted by user]"
+	InterruptedToolUse = "[Request interrupted by user for tool use]"
+)
+
 // DefaultMaxStopBlocks is how many times in one turn a Stop or SubagentStop hook may make
 // an agent go on before the turn ends with ReasonMaxTurns (a hook that always blocks
 // would otherwise loop forever; a hook should let the agent stop once stop_hook_active
@@ -199,6 +209,13 @@ func (r *Runtime) loop(ctx context.Context, instruction llm.Message) TurnResult 
 	start := r.cfg.Now()
 	var final, partial string
 	finish := func(reason string, err error) TurnResult {
+		if reason == ReasonCancelled {
+			// The history is closed where the turn stopped; a transcript that cannot take
+			// the marker reports it, but the turn was cancelled all the same.
+			if aerr := r.add(llm.UserText(InterruptMarker)); aerr != nil && err == nil {
+				err = aerr
+			}
+		}
 		r.stats.Duration = r.cfg.Now().Sub(start)
 		text := final
 		if reason != ReasonCompleted && text == "" {
@@ -403,16 +420,20 @@ func normalizeInput(in json.RawMessage) json.RawMessage {
 	return out
 }
 
-// runTools runs the calls concurrently and returns their results in call order, as one
-// user message. Every tool_use gets a result, even when ctx is cancelled. The Admitted
-// calls (Config.Order) take their places in the queues in call order (callorder.go).
+// runTools runs the calls of one reply and returns their results in call order, as one
+// user message: in groups, one after the other, each group's calls together (a run of
+// calls that may overlap, or one Sequential call alone; callorder.go). The Admitted calls
+// take their places in the queues in call order. Every tool_use gets a result, even when
+// ctx is cancelled: a call the cancellation cut mid-way, or never let start, is closed
+// with InterruptedToolUse.
 func (r *Runtime) runTools(ctx context.Context, uses []llm.Block) llm.Message {
 	out := make([]llm.Block, len(uses))
+	orders := make([]CallOrder, len(uses))
 	rank := make([]int, len(uses))
 	n := 0
 	for i, u := range uses {
-		rank[i] = -1
-		if r.cfg.Order != nil && r.cfg.Order(u.Name) == Admitted {
+		orders[i], rank[i] = orderOf(r.cfg.Order, r.tools, u.Name), -1
+		if orders[i] == Admitted {
 			rank[i], n = n, n+1
 		}
 	}
@@ -420,24 +441,44 @@ func (r *Runtime) runTools(ctx context.Context, uses []llm.Block) llm.Message {
 	if n > 1 {
 		order = newCallOrder(n)
 	}
-	var wg sync.WaitGroup
-	for i, u := range uses {
-		wg.Go(func() {
-			tctx, span := trace.StartToolCall(ctx, r.cfg.Tracer, u.Name, u.ID)
-			if order != nil && rank[i] >= 0 {
-				tctx = withCallSlot(tctx, order, rank[i])
-				defer order.pass(rank[i])
+	for _, g := range groups(orders) {
+		var wg sync.WaitGroup
+		for i := g[0]; i < g[1]; i++ {
+			u := uses[i]
+			if ctx.Err() != nil {
+				if order != nil && rank[i] >= 0 {
+					order.pass(rank[i])
+				}
+				out[i] = llm.Block{Type: llm.BlockToolResult, ToolUseID: u.ID, Content: InterruptedToolUse, IsError: true}
+				continue
 			}
-			res := r.tools.Run(tctx, tools.Call{ID: u.ID, Name: u.Name, Input: u.Input})
-			if ctx.Err() != nil && !res.IsError && res.Content == "" {
-				res = tools.Errorf("cancelled: %v", context.Cause(ctx))
-			}
-			trace.EndToolCall(span, res.IsError)
-			out[i] = llm.Block{Type: llm.BlockToolResult, ToolUseID: u.ID, Content: res.Content, IsError: res.IsError}
-		})
+			wg.Go(func() {
+				tctx, span := trace.StartToolCall(ctx, r.cfg.Tracer, u.Name, u.ID)
+				if order != nil && rank[i] >= 0 {
+					tctx = withCallSlot(tctx, order, rank[i])
+					defer order.pass(rank[i])
+				}
+				res := r.tools.Run(tctx, tools.Call{ID: u.ID, Name: u.Name, Input: u.Input})
+				if ctx.Err() != nil && (res.IsError || res.Content == "") {
+					res = interrupted(res, context.Cause(ctx))
+				}
+				trace.EndToolCall(span, res.IsError)
+				out[i] = llm.Block{Type: llm.BlockToolResult, ToolUseID: u.ID, Content: res.Content, IsError: res.IsError}
+			})
+		}
+		wg.Wait()
 	}
-	wg.Wait()
 	r.stats.ToolUses += len(uses)
 	r.stats.LastTool = uses[len(uses)-1].Name
 	return llm.Message{Role: llm.RoleUser, Content: out}
+}
+
+// interrupted is the result of a call the turn's cancellation cut mid-way: it says so
+// first, then what the tool reported (or the cause, when it reported nothing).
+func interrupted(res tools.Result, cause error) tools.Result {
+	detail := res.Content
+	if detail == "" && cause != nil {
+		detail = "cancelled: " + cause.Error()
+	}
+	return tools.Result{Content: strings.TrimSpace(InterruptedToolUse + "\n" + detail), IsError: true}
 }

@@ -82,6 +82,10 @@ type gate struct {
 
 func (g gate) Spec() llm.ToolSpec { return g.tool.Spec() }
 
+// ReadOnly implements ReadOnly: a tool that reads the workspace (KindRead), or a gated
+// tool that declares itself read-only (an MCP tool annotated readOnlyHint).
+func (g gate) ReadOnly() bool { return g.kind == KindRead || IsReadOnly(g.tool) }
+
 func (g gate) Run(ctx context.Context, call Call) Result {
 	w := g.w
 	if why, denied := g.deny(call); denied {

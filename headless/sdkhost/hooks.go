@@ -263,6 +263,9 @@ type hookedTool struct {
 
 func (t hookedTool) Spec() llm.ToolSpec { return t.spec }
 
+// ReadOnly implements tools.ReadOnly: the wrapped tool's declaration.
+func (t hookedTool) ReadOnly() bool { return t.set.ReadOnly(t.spec.Name) }
+
 func (t hookedTool) Run(ctx context.Context, call tools.Call) tools.Result {
 	names := []string{t.h.ToolName(call.Name), call.Name}
 	outs := t.h.runHooks(ctx, hookPreToolUse, names, call.ID, map[string]any{
