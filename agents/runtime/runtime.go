@@ -26,7 +26,7 @@ const (
 )
 
 // The interruption markers, as Claude Code writes them. A turn that is cancelled (an SDK
-// host's interrupt, a signal, --timeout, task_stop) closes its place in the history with
+// host's interrupt, a signal, --timeout, a stop request) closes its place in the history with
 // InterruptMarker, as a user message, before the next instruction is added: the model
 // sees that the request was stopped, and the next one is not merged into it. A tool call
 // it cut mid-way, or never let start, has InterruptedToolUse as its result.
