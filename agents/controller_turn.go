@@ -190,10 +190,12 @@ func (c *controller) newRuntime(tr *store.Transcript, history []llm.Message, roo
 				ev.ParentToolUseID, ev.AgentKeys = &toolUseID, keys
 			}
 		},
-		OnToolRound: c.toolRound,
-		History:     history,
-		Now:         cfg.Now,
-		Tracer:      cfg.Tracer,
+		OnToolRound:    c.toolRound,
+		History:        history,
+		Now:            cfg.Now,
+		Tracer:         cfg.Tracer,
+		Output:         def.OutputSchema,
+		OutputAttempts: cfg.OutputAttempts,
 	})
 }
 

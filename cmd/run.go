@@ -113,6 +113,8 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, args []strin
 		Hooks:            cfg.Hooks,
 		MCP:              mcpOpts,
 		SDK:              claude.sdk,
+		OutputSchema:     claude.outputSchema,
+		OutputAttempts:   claude.outputAttempts,
 	}
 	if claude.noPersistence && cfg.Resume == "" && !cfg.Continue {
 		opts.Home = "" // --no-session-persistence: nothing is written under $STOKE_HOME

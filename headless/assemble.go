@@ -203,6 +203,7 @@ func (p *Parts) registry(ctx context.Context, cat catalog.Catalog) {
 		Lifecycle:        lifecycle,
 		Logger:           o.Logger,
 		NewID:            o.NewTaskID,
+		OutputAttempts:   o.OutputAttempts,
 	})
 	p.mb.active = p.reg.Unsettled
 }
@@ -267,6 +268,9 @@ func (p *Parts) parentRuntime() {
 		History:   p.opened.history,
 		StopHook:  parentStopHook(o, p.id),
 		Tracer:    o.Tracer,
+		Output:    o.OutputSchema,
+		// The parent's answers that may fail the schema: its own cap.
+		OutputAttempts: o.OutputAttempts,
 	}
 	if p.host != nil {
 		cfg = p.host.Parent(cfg)

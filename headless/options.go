@@ -10,6 +10,7 @@ import (
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/llm/price"
 	"github.com/stoke-cli/stoke/agents/secrets"
+	"github.com/stoke-cli/stoke/agents/structured"
 	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/agents/trace"
 	"github.com/stoke-cli/stoke/headless/sdkhost"
@@ -139,6 +140,14 @@ type Options struct {
 	Observe func(streamjson.Event)
 	// SDK holds the Claude Code options a Claude Agent SDK host passes.
 	SDK sdkhost.Options
+	// OutputSchema, when set, asks the parent for a structured answer at every turn
+	// (--json-schema; an SDK host's initialize jsonSchema when this is nil): the result
+	// carries it as structured_output, --output-format text prints it as JSON.
+	OutputSchema *structured.Schema
+	// OutputAttempts caps the answers of one turn that may fail the schema, for the
+	// parent and for subagents whose definition declares an output schema (0:
+	// structured.DefaultMaxAttempts; MAX_STRUCTURED_OUTPUT_RETRIES).
+	OutputAttempts int
 	// NewTaskID names each launched task; nil gives random ids. A replay (--replay) gives
 	// each launch the id it had in the recording.
 	NewTaskID func(agents.LaunchRequest) agents.TaskID

@@ -2,6 +2,7 @@ package headless
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/runtime"
+	"github.com/stoke-cli/stoke/agents/structured"
 	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/agents/trace"
 	"github.com/stoke-cli/stoke/headless/sdkhost"
@@ -119,7 +121,10 @@ type session struct {
 	apiTime     time.Duration
 	lastText    string
 	lastStop    string
-	wroteFinal  bool
+	// lastStructured is the structured answer of the last completed parent turn (nil
+	// unless the run asks for one).
+	lastStructured json.RawMessage
+	wroteFinal     bool
 }
 
 // run is the parent loop: user turns as they come, notification turns when idle, the
@@ -296,7 +301,7 @@ func (s *session) turn(ctx context.Context, msg llm.Message, perTurnResult bool)
 	s.numTurns += res.Stats.ModelCalls
 	s.promptCalls += res.Stats.ModelCalls
 	s.apiTime += res.Stats.APIDuration
-	s.lastText = res.FinalText
+	s.lastText, s.lastStructured = res.FinalText, res.Structured
 	switch res.Reason {
 	case runtime.ReasonCompleted:
 		s.lastStop = llm.StopEndTurn
@@ -318,6 +323,8 @@ func (s *session) turn(ctx context.Context, msg llm.Message, perTurnResult bool)
 		return fmt.Errorf("%w: %w", ErrRunFailed, res.Err)
 	case runtime.ReasonCancelled:
 		return res.Err
+	case runtime.ReasonOutputRetries:
+		return fmt.Errorf("%w: %w", ErrRunFailed, res.Err)
 	default:
 		return fmt.Errorf("%w: %w", ErrRunFailed, res.Err)
 	}
@@ -344,6 +351,10 @@ func (s *session) fail(ctx context.Context, err error) error {
 	case errors.Is(err, errTimeout):
 		s.writeResultAs(streamjson.ResultErrorDuringExecution, streamjson.TerminalAborted, err.Error())
 		return fmt.Errorf("%w: %w", ErrRunFailed, err)
+	}
+	if ae := (*structured.AttemptsError)(nil); errors.As(err, &ae) {
+		s.writeResultAs(streamjson.ResultErrorMaxStructuredOutputRetries, streamjson.TerminalStructuredRetries, ae.Error())
+		return err
 	}
 	var ie *InterruptedError
 	if errors.As(err, &ie) || errors.As(context.Cause(ctx), &ie) {
@@ -394,7 +405,7 @@ func (s *session) writeResultAs(subtype, terminal, errText string) {
 	r.TotalCostUSD = cost
 	r.TerminalReason = terminal
 	if subtype == streamjson.ResultSuccess {
-		r.Result = s.lastText
+		r.Result, r.StructuredOutput = s.lastText, s.lastStructured
 		stop := s.lastStop
 		r.StopReason = &stop
 	} else {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stoke-cli/stoke/agents/hooks"
 	"github.com/stoke-cli/stoke/agents/mcp"
+	"github.com/stoke-cli/stoke/agents/structured"
 	"github.com/stoke-cli/stoke/agents/tools"
 )
 
@@ -71,6 +72,9 @@ type frontMatter struct {
 	Background bool     `yaml:"background"`
 
 	MCPServers mcpServerList `yaml:"mcpServers"` // defmcp.go
+	// OutputSchema is stoke's: a JSON Schema (as YAML, or JSON text) the agent's answer
+	// must match; the task then returns the object.
+	OutputSchema yaml.Node `yaml:"outputSchema"`
 }
 
 // parsed is one definition file as parseDefinition reads it, with what it made of it.
@@ -142,6 +146,9 @@ func parseDefinition(source string, data []byte) (parsed, error) {
 	d.HasHooks = d.Hooks.Len() > 0
 	if !d.HasHooks {
 		d.Hooks = nil
+	}
+	if d.OutputSchema, err = outputSchema(&fm.OutputSchema); err != nil {
+		return parsed{}, err
 	}
 	if len(fm.Skills) > 0 {
 		p.warnings = append(p.warnings, fmt.Sprintf("skills: stoke has no skills; %s not loaded", strings.Join(fm.Skills, ", ")))
@@ -278,6 +285,31 @@ func eventNames() string {
 		names = append(names, string(ev))
 	}
 	return strings.Join(names, ", ")
+}
+
+// outputSchema reads outputSchema: a JSON Schema written as YAML, or as JSON text.
+func outputSchema(n *yaml.Node) (*structured.Schema, error) {
+	if n.Kind == 0 || n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil, nil
+	}
+	var data []byte
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!str" {
+		data = []byte(n.Value)
+	} else {
+		var v any
+		if err := n.Decode(&v); err != nil {
+			return nil, fmt.Errorf("outputSchema: %w", err)
+		}
+		var err error
+		if data, err = json.Marshal(v); err != nil {
+			return nil, fmt.Errorf("outputSchema: %w", err)
+		}
+	}
+	s, err := structured.Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("outputSchema: %w", err)
+	}
+	return s, nil
 }
 
 // validName is what a subagent_type may look like: no spaces, no path separators.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/store"
+	"github.com/stoke-cli/stoke/agents/structured"
 	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/agents/trace"
 	"github.com/stoke-cli/stoke/streamjson"
@@ -23,6 +24,9 @@ const (
 	ReasonMaxTurns  = "max_turns"
 	ReasonError     = "error"
 	ReasonCancelled = "cancelled"
+	// ReasonOutputRetries: the model gave no valid structured answer (Config.Output) in
+	// the answers it was allowed; Err is a *structured.AttemptsError.
+	ReasonOutputRetries = "max_structured_output_retries"
 )
 
 // The interruption markers, as Claude Code writes them. A turn that is cancelled (an SDK
@@ -57,11 +61,15 @@ type TurnResult struct {
 	// FinalText is the text of the last assistant message, or the partial text so far when
 	// the turn was cancelled or failed.
 	FinalText string
-	// Reason is one of ReasonCompleted, ReasonMaxTurns, ReasonError, ReasonCancelled.
+	// Reason is one of ReasonCompleted, ReasonMaxTurns, ReasonError, ReasonCancelled,
+	// ReasonOutputRetries.
 	Reason string
 	// Err is the error that ended a turn that did not complete.
 	Err   error
 	Stats Stats
+	// Structured is the structured answer of a completed turn of an agent asked for one
+	// (Config.Output); FinalText is then its JSON text.
+	Structured json.RawMessage
 }
 
 // Inbox feeds a running agent the input that arrives while it works. Implementations are
@@ -119,6 +127,13 @@ type Config struct {
 	// OnModelEvent, when set, sees every event of every model call as it streams (text
 	// deltas, tool calls, retries, done), from the goroutine running Execute; it must not block.
 	OnModelEvent func(llm.Event)
+	// Output, when set, asks for a structured answer (output.go): the model is given the
+	// structured.ToolName tool, whose input must match the schema, and told to answer
+	// through it; the turn ends once it has, its TurnResult.Structured the answer.
+	Output *structured.Schema
+	// OutputAttempts caps the answers of one turn that may fail the schema (0:
+	// structured.DefaultMaxAttempts); past it the turn ends with ReasonOutputRetries.
+	OutputAttempts int
 	// History seeds the chat (transcript revival). The runtime owns the slice afterwards.
 	History []llm.Message
 	// Now is the clock; nil means time.Now.
@@ -158,6 +173,9 @@ func New(cfg Config) *Runtime {
 	if cfg.MaxStopBlocks == 0 {
 		cfg.MaxStopBlocks = DefaultMaxStopBlocks
 	}
+	if cfg.Output != nil {
+		cfg.System = strings.TrimSpace(cfg.System + "\n\n" + structured.Instruction)
+	}
 	return &Runtime{cfg: cfg}
 }
 
@@ -194,6 +212,9 @@ func (r *Runtime) Execute(ctx context.Context, instruction llm.Message) (TurnRes
 		} else {
 			r.tools = tools.NewSet()
 		}
+		if r.cfg.Output != nil {
+			r.tools = r.tools.With(r.cfg.Output.Tool())
+		}
 	}
 	r.stats = Stats{}
 	res := r.loop(ctx, instruction)
@@ -208,6 +229,7 @@ func (r *Runtime) Execute(ctx context.Context, instruction llm.Message) (TurnRes
 func (r *Runtime) loop(ctx context.Context, instruction llm.Message) TurnResult {
 	start := r.cfg.Now()
 	var final, partial string
+	ans := r.newAnswer()
 	finish := func(reason string, err error) TurnResult {
 		if reason == ReasonCancelled {
 			// The history is closed where the turn stopped; a transcript that cannot take
@@ -221,7 +243,11 @@ func (r *Runtime) loop(ctx context.Context, instruction llm.Message) TurnResult 
 		if reason != ReasonCompleted && text == "" {
 			text = partial
 		}
-		return TurnResult{FinalText: text, Reason: reason, Err: err, Stats: r.stats}
+		res := TurnResult{FinalText: text, Reason: reason, Err: err, Stats: r.stats}
+		if reason == ReasonCompleted && ans != nil {
+			res.FinalText, res.Structured = string(ans.value), ans.value
+		}
+		return res
 	}
 	if err := r.add(instruction); err != nil {
 		return finish(ReasonError, err)
@@ -251,45 +277,73 @@ func (r *Runtime) loop(ctx context.Context, instruction llm.Message) TurnResult 
 		if t := reply.Text(); t != "" {
 			partial = t
 		}
-		uses := reply.ToolUses()
-		if len(uses) == 0 {
-			if r.cfg.StopHook != nil && ctx.Err() == nil {
-				if goOn := r.cfg.StopHook(ctx, reply.Text(), stopBlocks > 0); goOn != "" {
-					// A Stop hook asked the agent to go on: the same instruction continues,
-					// so the statistics keep adding up; past the cap, the turn ends.
-					stopBlocks++
-					if limit := r.cfg.MaxStopBlocks; limit > 0 && stopBlocks > limit {
-						final = reply.Text()
-						return finish(ReasonMaxTurns, fmt.Errorf("%w: it blocked %d times in a row, at most %d are allowed", ErrStopLoop, stopBlocks, limit))
-					}
-					if err := r.add(llm.UserText(goOn)); err != nil {
-						return finish(ReasonError, err)
-					}
-					continue
-				}
+		var goOn []llm.Message
+		if uses := reply.ToolUses(); len(uses) > 0 {
+			results := r.runTools(ctx, uses)
+			if err := r.add(results); err != nil {
+				return finish(ReasonError, err)
 			}
-			if r.cfg.Inbox != nil {
-				if more := r.cfg.Inbox.Settle(reply.Text()); len(more) > 0 {
-					for _, m := range more {
-						if err := r.add(m); err != nil {
-							return finish(ReasonError, err)
-						}
-					}
-					continue
-				}
+			r.emit(streamjson.NewUser(results.Content))
+			if r.cfg.OnToolRound != nil {
+				r.cfg.OnToolRound(r.stats)
 			}
+			given, err := ans.fromTools(uses, results)
+			if err != nil {
+				return finish(ReasonOutputRetries, err)
+			}
+			if !given {
+				continue
+			}
+			// The structured answer ends the turn on its tool's result (an end-turn
+			// tool, as Claude Code has it): the agent stops here.
+		} else if remind, err := ans.fromText(reply.Text()); err != nil {
 			final = reply.Text()
+			return finish(ReasonOutputRetries, err)
+		} else if remind != "" {
+			goOn = []llm.Message{llm.UserText(remind)}
+		}
+		text := reply.Text()
+		if ans != nil && ans.value != nil {
+			text = string(ans.value) // what the turn answers: its Stop hooks and its outcome read it
+		}
+		if goOn == nil {
+			var reason string
+			if goOn, reason, err = r.stopping(ctx, text, &stopBlocks); err != nil {
+				final = text
+				return finish(reason, err)
+			}
+		}
+		if len(goOn) == 0 {
+			final = text
 			return finish(ReasonCompleted, nil)
 		}
-		results := r.runTools(ctx, uses)
-		if err := r.add(results); err != nil {
-			return finish(ReasonError, err)
-		}
-		r.emit(streamjson.NewUser(results.Content))
-		if r.cfg.OnToolRound != nil {
-			r.cfg.OnToolRound(r.stats)
+		for _, m := range goOn {
+			if err := r.add(m); err != nil {
+				return finish(ReasonError, err)
+			}
 		}
 	}
+}
+
+// stopping is asked when the agent would end its turn with final: the input that makes
+// it go on (a Stop hook that blocks, input queued meanwhile), or none. Past the cap on
+// Stop hook blocks it returns the reason and error the turn ends with.
+func (r *Runtime) stopping(ctx context.Context, final string, stopBlocks *int) ([]llm.Message, string, error) {
+	if r.cfg.StopHook != nil && ctx.Err() == nil {
+		if goOn := r.cfg.StopHook(ctx, final, *stopBlocks > 0); goOn != "" {
+			// A Stop hook asked the agent to go on: the same instruction continues, so
+			// the statistics keep adding up; past the cap, the turn ends.
+			*stopBlocks++
+			if limit := r.cfg.MaxStopBlocks; limit > 0 && *stopBlocks > limit {
+				return nil, ReasonMaxTurns, fmt.Errorf("%w: it blocked %d times in a row, at most %d are allowed", ErrStopLoop, *stopBlocks, limit)
+			}
+			return []llm.Message{llm.UserText(goOn)}, "", nil
+		}
+	}
+	if r.cfg.Inbox != nil {
+		return r.cfg.Inbox.Settle(final), "", nil
+	}
+	return nil, "", nil
 }
 
 // add appends m to the chat and the store. A message of the same role as the last one is

@@ -127,7 +127,7 @@ func New(ctx context.Context, cfg Config) *Host {
 func (h *Host) Agents() []catalog.Definition { return h.opts.Agents }
 
 // Parent returns the parent's runtime configuration with the host's parts: its system
-// prompt, the model set_model switches, its Stop callbacks after the settings' Stop hooks,
+// prompt, the structured answer initialize asked for (jsonSchema), the model set_model switches, its Stop callbacks after the settings' Stop hooks,
 // and the stream_event lines of --include-partial-messages. Call before the run starts.
 func (h *Host) Parent(cfg runtime.Config) runtime.Config {
 	base := cfg.System
@@ -135,6 +135,9 @@ func (h *Host) Parent(cfg runtime.Config) runtime.Config {
 		base = h.opts.SystemPrompt
 	}
 	cfg.System = joinPrompt(base, h.opts.AppendSystemPrompt)
+	if cfg.Output == nil && h.cfg.Control != nil {
+		cfg.Output = h.cfg.Control.init.outputSchema // --json-schema, when given, is the same
+	}
 	if h.model != nil {
 		cfg.Model = h.model
 	}
