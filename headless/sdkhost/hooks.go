@@ -295,20 +295,10 @@ func (t hookedTool) Run(ctx context.Context, call tools.Call) tools.Result {
 // claudeToolName is the name Claude Code gives a stoke tool, for permission asks and hook
 // matchers written for Claude Code ("Write", "Bash"); other names are kept.
 func claudeToolName(name string) string {
-	switch name {
-	case tools.NameReadFile:
-		return "Read"
-	case tools.NameWriteFile:
-		return "Write"
-	case tools.NameEdit:
-		return "Edit"
-	case tools.NameGlob:
-		return "Glob"
-	case tools.NameGrep:
-		return "Grep"
-	case tools.NameShell:
-		return "Bash"
-	case "task":
+	if c, ok := tools.ClaudeName(name); ok {
+		return c
+	}
+	if name == "task" {
 		return "Task"
 	}
 	return name
