@@ -87,6 +87,8 @@ mcpServers:
 hooks:
   PreToolUse:
     - command: ./guard.sh
+  Notification:
+    - command: ./notify.sh
   SubagentStop:
     - command: ./check.sh
 ---
@@ -127,7 +129,7 @@ Review.
 	if diff := cmp.Diff(wantMCP, rev.MCPServers); diff != "" {
 		t.Errorf("MCP servers (-want +got):\n%s", diff)
 	}
-	for _, w := range []string{"stoke has no WebFetch", "stoke does not run PreToolUse hooks", "approval mode yolo ignored", "hooks ignored: the project is not trusted", "mcpServers: own ignored"} {
+	for _, w := range []string{"stoke has no WebFetch", "stoke does not run Notification hooks", "approval mode yolo ignored", "hooks ignored: the project is not trusted", "mcpServers: own ignored"} {
 		if !containsSub(rev.Warnings, w) {
 			t.Errorf("no warning %q in %q", w, rev.Warnings)
 		}
@@ -145,7 +147,7 @@ Review.
 
 	// Trusted: the project's hooks and inline servers count; --bare: only mine.
 	r, _ = checkJSON(t, p, "--trust-project")
-	if rev := r.byName("reviewer")[1]; !slicesEqual(rev.Hooks, []string{"SubagentStop"}) || !rev.MCPServers[1].Used || rev.Mode != "default" {
+	if rev := r.byName("reviewer")[1]; !slicesEqual(rev.Hooks, []string{"SubagentStop", "PreToolUse"}) || !rev.MCPServers[1].Used || rev.Mode != "default" {
 		t.Errorf("trusted: hooks %q, own server %+v, mode %q", rev.Hooks, rev.MCPServers[1], rev.Mode)
 	}
 	r, _ = checkJSON(t, p, "--bare")

@@ -280,20 +280,23 @@ func (p *Parts) parentRuntime() {
 }
 
 // parentTools is the parent's tool set: the task tools, the MCP tools and the workspace
-// tools, through the host when there is one.
+// tools, through the host when there is one, each call between the settings' PreToolUse
+// and PostToolUse hooks.
 func (p *Parts) parentTools() *tools.Set {
 	own := append(agents.TaskTools(p.reg), p.mcp.parentTools(p.opts.SDK.DisallowedTools, p.ws.ws)...)
+	hooked := toolHooks(p.opts, p.id, nil)
 	if p.host != nil {
-		return p.host.Tools(own, p.ws.ws)
+		return hooked.Wrap(p.host.Tools(own, p.ws.ws))
 	}
 	wsTools, _ := p.ws.ws.Tools(nil)
-	return tools.NewSet(append(own, wsTools...)...)
+	return hooked.Wrap(tools.NewSet(append(own, wsTools...)...))
 }
 
 // subagentTools gives each new subagent runtime its tools (workspace.go), with the MCP
-// tools its type may use.
+// tools its type may use, each call between the PreToolUse and PostToolUse hooks of the
+// settings and of its definition.
 func (p *Parts) subagentTools(def catalog.Definition, root string) *tools.Set {
-	return p.ws.subagentTools(def, root, p.mcp)
+	return p.ws.subagentTools(def, root, p.mcp, toolHooks(p.opts, p.id, &def))
 }
 
 // announce emits system/init: the session as the model and its host will see it.

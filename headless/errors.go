@@ -22,6 +22,9 @@ var ErrSessionBusy = errors.New("session busy")
 // ErrMaxBudget: the run's cost went over --max-budget-usd (exit 1).
 var ErrMaxBudget = errors.New("maximum budget reached")
 
+// errPromptBlocked: a UserPromptSubmit command hook blocked a user prompt.
+var errPromptBlocked = errors.New("prompt blocked by a UserPromptSubmit hook")
+
 // resultErrorMaxBudget is the result subtype of a run that went over --max-budget-usd.
 const resultErrorMaxBudget = "error_max_budget_usd"
 

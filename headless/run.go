@@ -70,8 +70,9 @@ func Run(ctx context.Context, opts Options) error {
 // the loop (a signal, --timeout).
 func Serve(ctx context.Context, p *Parts, in <-chan Input) error {
 	defer p.Close()
-	s := &session{Parts: p, reminder: p.reminder}
+	s := &session{Parts: p, reminder: append(p.reminder, p.sessionStart(ctx)...)}
 	err := s.run(ctx, in)
+	p.sessionEnd(ctx)
 	if p.host != nil {
 		p.host.Close()
 	}
@@ -350,6 +351,10 @@ func (s *session) fail(ctx context.Context, err error) error {
 		return err
 	case errors.Is(err, errTimeout):
 		s.writeResultAs(streamjson.ResultErrorDuringExecution, streamjson.TerminalAborted, err.Error())
+		return fmt.Errorf("%w: %w", ErrRunFailed, err)
+	}
+	if errors.Is(err, errPromptBlocked) || errors.Is(err, sdkhost.ErrPromptBlocked) {
+		s.writeResultAs(streamjson.ResultErrorDuringExecution, streamjson.TerminalHookStopped, err.Error())
 		return fmt.Errorf("%w: %w", ErrRunFailed, err)
 	}
 	if ae := (*structured.AttemptsError)(nil); errors.As(err, &ae) {

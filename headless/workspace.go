@@ -137,7 +137,7 @@ func (w *workspace) permissionRules(ws *tools.Workspace) *permission.Rules {
 // The set made for a type in the session's working directory, when it has no MCP tools,
 // is kept and shared by that type's runtimes (a Set is immutable and its tools are
 // stateless): a thousand agents of one type share one set of declarations.
-func (w *workspace) subagentTools(def catalog.Definition, root string, servers *mcpState) *tools.Set {
+func (w *workspace) subagentTools(def catalog.Definition, root string, servers *mcpState, hooked hooks.ToolHooks) *tools.Set {
 	if root == "" {
 		w.mu.Lock()
 		set := w.shared[def.Name]
@@ -167,7 +167,7 @@ func (w *workspace) subagentTools(def catalog.Definition, root string, servers *
 		}
 	}
 	ts = slices.DeleteFunc(ts, func(t tools.Tool) bool { return taken[t.Spec().Name] })
-	set := tools.NewSet(ts...)
+	set := hooked.Wrap(tools.NewSet(ts...))
 	if root == "" && len(mcpTools) == 0 {
 		w.mu.Lock()
 		w.shared[def.Name] = set
