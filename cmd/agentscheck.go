@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -128,6 +129,7 @@ func checkAgents(deps *Deps, flags *pflag.FlagSet) error {
 	if _, err := cfg.validate(); err != nil {
 		return err
 	}
+	resolveParentModel(cfg, slog.New(slog.DiscardHandler))
 	mcpOpts, mcpWarnings, err := loadMCP(flags, cfg, deps.LookupEnv, cwd)
 	if err != nil {
 		return err

@@ -60,6 +60,7 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, args []strin
 		logger.Warn("scenario ignored: it is used only by the scripted provider", "provider", cfg.Provider, "scenario", cfg.Scenario)
 	}
 
+	resolveParentModel(cfg, logger) // --model sonnet, as an agent's model: through model-aliases
 	prompt, stdin, err := readPrompt(ctx, cfg, deps, logger)
 	if err != nil {
 		return err
@@ -84,6 +85,7 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, args []strin
 		Stdin:            stdin,
 		InputFormat:      cfg.InputFormat,
 		OutputFormat:     cfg.OutputFormat,
+		Verbose:          cfg.Verbose,
 		Stdout:           deps.Out,
 		Logger:           logger,
 		Model:            model,

@@ -85,15 +85,21 @@ func Assemble(ctx context.Context, opts Options, cp *sdkhost.ControlPlane) (_ *P
 	return p, nil
 }
 
-// stream makes the event stream, the mailbox and the meter.
+// stream makes the event stream (with --output-format json --verbose, the messages kept
+// for the array printed at the end), the mailbox and the meter.
 func (p *Parts) stream() {
 	o := p.opts
-	evOut := io.Discard
-	if o.OutputFormat == OutputStreamJSON {
+	evOut, resOut := io.Discard, o.Stdout
+	var array *lines
+	switch {
+	case o.OutputFormat == OutputStreamJSON:
 		evOut = o.Stdout
+	case o.messageArray():
+		array = &lines{}
+		evOut, resOut = array, array // printed as one array at the end (events.flush)
 	}
-	p.events = &events{enc: streamjson.NewEncoder(evOut, p.id, nil), out: streamjson.NewEncoder(o.Stdout, p.id, nil),
-		observe: o.Observe, logger: o.Logger}
+	p.events = &events{enc: streamjson.NewEncoder(evOut, p.id, nil), out: streamjson.NewEncoder(resOut, p.id, nil),
+		observe: o.Observe, logger: o.Logger, array: array}
 	window := o.NotifyWindow
 	if window == 0 {
 		window = DefaultNotifyWindow

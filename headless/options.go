@@ -59,6 +59,9 @@ type Options struct {
 	OutputFormat string
 	// Stdout receives the event stream (or the final text / result object).
 	Stdout io.Writer
+	// Verbose (--verbose) with OutputJSON prints, instead of the result object alone, the
+	// array of every message of the run, the result last, as Claude Code does.
+	Verbose bool
 	// Logger writes diagnostics to stderr.
 	Logger *slog.Logger
 
@@ -161,6 +164,10 @@ func (o Options) knownApprovalMode() tools.Mode {
 	}
 	return o.ApprovalMode
 }
+
+// messageArray reports whether the run prints the array of its messages
+// (--output-format json --verbose).
+func (o Options) messageArray() bool { return o.OutputFormat == OutputJSON && o.Verbose }
 
 // sdkMode reports whether the session speaks the control protocol: stream-json both ways.
 func (o Options) sdkMode() bool {

@@ -72,6 +72,7 @@ func Serve(ctx context.Context, p *Parts, in <-chan Input) error {
 	defer p.Close()
 	s := &session{Parts: p, reminder: append(p.reminder, p.sessionStart(ctx)...)}
 	err := s.run(ctx, in)
+	p.events.flush(p.opts.Stdout)
 	p.sessionEnd(ctx)
 	if p.host != nil {
 		p.host.Close()
