@@ -90,12 +90,12 @@ func Assemble(ctx context.Context, opts Options, cp *sdkhost.ControlPlane) (_ *P
 func (p *Parts) stream() {
 	o := p.opts
 	evOut, resOut := io.Discard, o.Stdout
-	var array *lines
+	var array *lineBuffer
 	switch {
 	case o.OutputFormat == OutputStreamJSON:
 		evOut = o.Stdout
 	case o.messageArray():
-		array = &lines{}
+		array = &lineBuffer{}
 		evOut, resOut = array, array // printed as one array at the end (events.flush)
 	}
 	p.events = &events{enc: streamjson.NewEncoder(evOut, p.id, nil), out: streamjson.NewEncoder(resOut, p.id, nil),

@@ -22,16 +22,16 @@ type events struct {
 	logger  *slog.Logger
 	// array holds the lines of enc and out with --output-format json --verbose, printed
 	// as one JSON array once the run is over (flush); nil otherwise.
-	array *lines
+	array *lineBuffer
 }
 
-// lines is a writer that keeps each line written to it (an Encoder writes one per event).
-type lines struct {
+// lineBuffer is a writer that keeps each line written to it (an Encoder writes one per event).
+type lineBuffer struct {
 	mu  sync.Mutex
 	all [][]byte
 }
 
-func (l *lines) Write(p []byte) (int, error) {
+func (l *lineBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.all = append(l.all, bytes.TrimSuffix(bytes.Clone(p), []byte("\n")))
@@ -39,7 +39,7 @@ func (l *lines) Write(p []byte) (int, error) {
 }
 
 // writeArray writes the lines kept as one JSON array, on one line.
-func (l *lines) writeArray(w io.Writer) error {
+func (l *lineBuffer) writeArray(w io.Writer) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var b bytes.Buffer
