@@ -178,11 +178,13 @@ func (h *Host) fireHook(event, target string, input map[string]any) {
 	})
 }
 
-// TurnStarted implements agents.Lifecycle: the SubagentStart callbacks, not waited for.
-func (h *Host) TurnStarted(_ context.Context, t agents.TurnInfo) {
+// TurnStarted implements agents.Lifecycle: the SubagentStart callbacks, not waited for
+// (so they give the agent no context).
+func (h *Host) TurnStarted(_ context.Context, t agents.TurnInfo) string {
 	h.fireHook(hookSubagentStart, t.Definition.Name, map[string]any{
 		"agent_id": string(t.TaskID), "agent_type": t.Definition.Name,
 	})
+	return ""
 }
 
 // TurnStopping implements agents.Lifecycle: the host's SubagentStop callbacks are
