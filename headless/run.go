@@ -209,10 +209,10 @@ func (s *session) notified(ctx context.Context, due *time.Timer, streamIn bool) 
 // background policy, the final result, the error to exit with.
 func (s *session) end(ctx context.Context, usageErr error, streamIn bool) error {
 	if usageErr != nil {
-		if s.numTurns == 0 {
-			s.writeResultAs(streamjson.ResultErrorDuringExecution, streamjson.TerminalSetupFailed, usageErr.Error())
-		}
+		// The input could not be read: the last line on stdout is an error result that
+		// says so, after whatever the earlier turns and the background agents wrote.
 		s.endBackground(ctx)
+		s.writeResultAs(streamjson.ResultErrorDuringExecution, streamjson.TerminalSetupFailed, usageErr.Error())
 		return fmt.Errorf("%w: %w", ErrUsage, usageErr)
 	}
 	s.endBackground(ctx)
