@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"github.com/stoke-cli/stoke/agents"
@@ -44,6 +45,8 @@ type Parts struct {
 	// reminder is added once to the next ordinary user prompt after a restore, with the
 	// notifications the parent had not read before the previous run ended.
 	reminder []llm.Block
+	// init is the system/init the session announced (reannounce copies it); set once.
+	init atomic.Pointer[streamjson.Init]
 }
 
 // Assemble builds the parts of a session from opts, in the named steps below, and
@@ -315,7 +318,22 @@ func (p *Parts) announce() {
 	init.MCPServers = p.mcp.statuses()
 	init.StokeVersion = o.Version
 	init.ClaudeCodeVersion = o.Version
+	announced := *init
+	p.init.Store(&announced)
 	p.events.emit(init)
+}
+
+// reannounce emits system/init again with model as the parent's: the SDK host changed
+// it (set_model), and a system message names the model from here on. Safe for
+// concurrent use once announce has run.
+func (p *Parts) reannounce(model string) {
+	first := p.init.Load()
+	if first == nil {
+		return // not announced yet (a set_model racing the start)
+	}
+	init := *first // a copy: its own uuid, the model set
+	init.UUID, init.Model = "", model
+	p.events.emit(&init)
 }
 
 // Close ends the session's hold on its parts: the registry is shut down (every turn

@@ -67,7 +67,7 @@ func newHost(ctx context.Context, p *Parts) *sdkhost.Host {
 		Options: o.SDK, Control: p.cp, SDKMode: o.sdkMode(), Mode: o.knownApprovalMode(),
 		Model: p.model(), ModelName: o.ModelName, Priced: o.Prices.Known,
 		SessionID: p.id, CWD: o.CWD, TranscriptPath: transcript, Version: o.Version,
-		Emit: p.events.emit, Catalog: func() catalog.Catalog { return p.reg.Catalog() },
+		Emit: p.events.emit, Announce: p.reannounce, Catalog: func() catalog.Catalog { return p.reg.Catalog() },
 		Tasks: func() sdkhost.Tasks { return p.reg }, MCPServers: func() []mcp.Status { return p.mcp.m.Statuses() },
 		Logger: o.Logger,
 	})

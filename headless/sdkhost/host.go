@@ -50,6 +50,9 @@ type Config struct {
 	Version        string
 	// Emit writes an event on the session's stream. Safe for concurrent use.
 	Emit func(streamjson.Event)
+	// Announce writes the session's system/init again, naming model as the parent's (after
+	// set_model); nil writes nothing. Safe for concurrent use.
+	Announce func(model string)
 	// Catalog returns the subagent types, for the initialize reply; it is called only
 	// once the control plane is attached.
 	Catalog func() catalog.Catalog
