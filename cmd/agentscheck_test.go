@@ -77,7 +77,7 @@ func TestAgentsCheck(t *testing.T) {
 	claude := writeFile(t, filepath.Join(p.cwd, ".claude", "agents", "reviewer.md"), `---
 name: reviewer
 description: Reviews.
-tools: Read, Grep, WebFetch
+tools: Read, Grep, WebFetch, mcp__github__create_issue, mcp__own, mcp__jira__search
 model: sonnet
 permissionMode: bypassPermissions
 maxTurns: 9
@@ -116,7 +116,7 @@ Review.
 	if rev.Model != "gpt-4.1" || rev.ModelInherited || rev.ModelField.Alias != "sonnet" {
 		t.Errorf("model: %q inherited %v field %+v", rev.Model, rev.ModelInherited, rev.ModelField)
 	}
-	if diff := cmp.Diff([]string{"read_file", "grep"}, rev.Tools); diff != "" || rev.AllTools || !slicesEqual(rev.UnknownTools, []string{"WebFetch"}) {
+	if diff := cmp.Diff([]string{"read_file", "grep", "mcp__github__create_issue", "mcp__own", "mcp__jira__search"}, rev.Tools); diff != "" || rev.AllTools || !slicesEqual(rev.UnknownTools, []string{"WebFetch"}) {
 		t.Errorf("tools %q all %v unknown %q", rev.Tools, rev.AllTools, rev.UnknownTools)
 	}
 	if rev.Mode != "auto-edit" || rev.MaxTurns != 9 || len(rev.Hooks) != 0 {
@@ -128,6 +128,9 @@ Review.
 	}
 	if diff := cmp.Diff(wantMCP, rev.MCPServers); diff != "" {
 		t.Errorf("MCP servers (-want +got):\n%s", diff)
+	}
+	if n := countSub(rev.Warnings, "which is not configured"); n != 1 || !containsSub(rev.Warnings, `tools: mcp__jira__search is a tool of MCP server "jira", which is not configured`) {
+		t.Errorf("want one warning about the jira tool (github is configured, own is the agent's), got %q", rev.Warnings)
 	}
 	for _, w := range []string{"stoke has no WebFetch", "stoke does not run Notification hooks", "approval mode yolo ignored", "hooks ignored: the project is not trusted", "mcpServers: own ignored"} {
 		if !containsSub(rev.Warnings, w) {
@@ -225,4 +228,15 @@ func containsSub(list []string, sub string) bool {
 		}
 	}
 	return false
+}
+
+// countSub counts the strings of ss that contain sub.
+func countSub(ss []string, sub string) int {
+	n := 0
+	for _, s := range ss {
+		if strings.Contains(s, sub) {
+			n++
+		}
+	}
+	return n
 }
