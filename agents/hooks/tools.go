@@ -40,12 +40,7 @@ func (h ToolHooks) Wrap(set *tools.Set) *tools.Set {
 	if h.Runner == nil || len(h.Config[PreToolUse])+len(h.Config[PostToolUse]) == 0 {
 		return set
 	}
-	specs := set.Specs()
-	ts := make([]tools.Tool, len(specs))
-	for i, spec := range specs {
-		ts[i] = hookedTool{spec: spec, set: set, h: h}
-	}
-	return tools.NewSet(ts...)
+	return set.Around(h.around)
 }
 
 // ToolNames are the names a hook matcher may know a tool by: Claude Code's for a
@@ -57,29 +52,18 @@ func ToolNames(name string) []string {
 	return []string{name}
 }
 
-// hookedTool runs one tool of a set between its hooks.
-type hookedTool struct {
-	spec llm.ToolSpec
-	set  *tools.Set
-	h    ToolHooks
-}
-
-func (t hookedTool) Spec() llm.ToolSpec { return t.spec }
-
-// ReadOnly implements tools.ReadOnly: the wrapped tool's declaration.
-func (t hookedTool) ReadOnly() bool { return t.set.ReadOnly(t.spec.Name) }
-
-func (t hookedTool) Run(ctx context.Context, call tools.Call) tools.Result {
+// around runs one call between its hooks (Wrap).
+func (h ToolHooks) around(ctx context.Context, call tools.Call, run func(context.Context, tools.Call) tools.Result) tools.Result {
 	names := ToolNames(call.Name)
-	in := t.h.Input
+	in := h.Input
 	in.ToolName, in.StokeToolName, in.ToolUseID = names[0], call.Name, call.ID
 	if in.TaskID == "" {
 		in.TaskID = llm.TaskIDFrom(ctx)
 	}
 	var notes []string
-	if pre := t.h.Config.ForTool(PreToolUse, names...); len(pre) > 0 {
+	if pre := h.Config.ForTool(PreToolUse, names...); len(pre) > 0 {
 		in.Event, in.ToolInput = PreToolUse, call.Input
-		out, ok := t.run(ctx, pre, in)
+		out, ok := h.run(ctx, pre, in)
 		if !ok {
 			return tools.Errorf("%s: cancelled before it ran: %v", call.Name, context.Cause(ctx))
 		}
@@ -96,10 +80,10 @@ func (t hookedTool) Run(ctx context.Context, call tools.Call) tools.Result {
 			notes = append(notes, fmt.Sprintf("<hook-context>%s</hook-context>", out.AdditionalContext))
 		}
 	}
-	res := t.set.Run(ctx, call)
-	if post := t.h.Config.ForTool(PostToolUse, names...); len(post) > 0 {
+	res := run(ctx, call)
+	if post := h.Config.ForTool(PostToolUse, names...); len(post) > 0 {
 		in.Event, in.ToolInput, in.ToolResponse, in.ToolError = PostToolUse, call.Input, res.Content, res.IsError
-		if out, ok := t.run(ctx, post, in); ok {
+		if out, ok := h.run(ctx, post, in); ok {
 			if out.Block {
 				notes = append(notes, fmt.Sprintf("<hook-feedback>A PostToolUse hook says: %s</hook-feedback>", out.Reason))
 			}
@@ -116,9 +100,9 @@ func (t hookedTool) Run(ctx context.Context, call tools.Call) tools.Result {
 
 // run runs hooks for one call, logging their failures; false when the call's context
 // ended first.
-func (t hookedTool) run(ctx context.Context, hs []Hook, in Input) (Outcome, bool) {
-	out, err := t.h.Runner.Run(ctx, in.Event, hs, in)
-	log := t.h.Logger
+func (h ToolHooks) run(ctx context.Context, hs []Hook, in Input) (Outcome, bool) {
+	out, err := h.Runner.Run(ctx, in.Event, hs, in)
+	log := h.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}

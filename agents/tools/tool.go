@@ -186,6 +186,33 @@ func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
+// Around returns a Set of the same tools, each call of which goes through around: it is
+// given the call and the func that runs it on s (schema check included), and returns the
+// result, so that it may act before and after the call, change its input, or not run it
+// (hooks do). The tools keep their specs and their ReadOnly declarations.
+func (s *Set) Around(around func(ctx context.Context, call Call, run func(context.Context, Call) Result) Result) *Set {
+	specs := s.Specs()
+	ts := make([]Tool, len(specs))
+	for i, spec := range specs {
+		ts[i] = wrapped{spec: spec, set: s, around: around}
+	}
+	return NewSet(ts...)
+}
+
+// wrapped is a tool of a Set run through a func (Set.Around).
+type wrapped struct {
+	spec   llm.ToolSpec
+	set    *Set
+	around func(context.Context, Call, func(context.Context, Call) Result) Result
+}
+
+func (w wrapped) Spec() llm.ToolSpec { return w.spec }
+
+// ReadOnly implements ReadOnly: the wrapped tool's declaration.
+func (w wrapped) ReadOnly() bool { return w.set.ReadOnly(w.spec.Name) }
+
+func (w wrapped) Run(ctx context.Context, call Call) Result { return w.around(ctx, call, w.set.Run) }
+
 // Func adapts a function to a Tool.
 type Func struct {
 	ToolSpec llm.ToolSpec
