@@ -65,7 +65,8 @@ type turnState struct {
 	toolUseID    string
 	background   bool
 	start        time.Time
-	resident     bool // the runtime may stay after this turn
+	queued       time.Time // when a turn that waited for its slot was scheduled (zero: it did not wait)
+	resident     bool      // the runtime may stay after this turn
 	committed    bool
 	row          Row // the row as committed at completion
 }
@@ -243,6 +244,7 @@ func (c *controller) runTurn(ctx context.Context, t turn) {
 	defer close(t.finished)
 	defer t.cancel(nil)
 	defer t.slots.release(t.ticket)
+	scheduled := c.env.cfg.Now()
 	if t.prev != nil {
 		<-t.prev
 	}
@@ -258,6 +260,9 @@ func (c *controller) runTurn(ctx context.Context, t turn) {
 		}
 		c.cur = &turnState{n: t.n, continuation: t.continuation, toolUseID: t.toolUseID, background: t.background,
 			start: c.env.cfg.Now(), resident: c.resident}
+		if c.row.Status == StatusQueued || started {
+			c.cur.queued = scheduled
+		}
 		row = c.row
 		info = c.turnInfoLocked()
 		c.mu.Unlock()
@@ -474,6 +479,9 @@ func (c *controller) Settle(final string) []llm.Message {
 // the row as its sidecar holds it (the durable copy of the sidecar). Call with c.mu held.
 func (c *controller) turnRecordLocked(n int, summary string) store.Record {
 	rec := store.Record{Type: store.RecordTurn, Turn: n, Status: string(c.row.Status), Summary: summary}
+	if cur := c.cur; cur != nil && cur.n == n { // how the turn ran, for reports
+		rec.Start, rec.Queued, rec.Continuation = cur.start.UTC(), cur.queued.UTC(), string(cur.continuation)
+	}
 	if st := c.env.cfg.Store; st != nil {
 		if data, err := EncodeSidecar(Sidecar{Row: c.row, CWD: c.env.cfg.CWD, Isolation: c.def.Isolation}, st.Rel); err == nil {
 			rec.Row = data
