@@ -35,7 +35,7 @@ const parentSystemPrompt = "You are stoke, a headless coding agent run from a sc
 // Run runs one headless session: prompt in, parent turns, background agents, the final result.
 // It returns nil on success, or an error the CLI maps to an exit code: ErrMaxTurns,
 // ErrRunFailed, ErrUsage (all wrapped) or *InterruptedError.
-func Run(ctx context.Context, opts Options) error {
+func Run(ctx context.Context, opts Options) (err error) {
 	opts = withDefaults(opts)
 	ctx, stopSignals := withSignals(ctx)
 	defer stopSignals()
@@ -62,6 +62,7 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
+	defer func() { err = s.writeReport(err) }() // after close: the session as stored
 	defer s.close()
 	err = s.run(ctx)
 	if s.host != nil {
@@ -492,8 +493,10 @@ func (s *session) turn(ctx context.Context, msg llm.Message, perTurnResult bool)
 	}
 	s.parentTurns++
 	tctx, span := trace.StartTurn(tctx, s.opts.Tracer, trace.TurnInfo{SessionID: s.id, Agent: "parent", Turn: s.parentTurns})
+	started := time.Now()
 	res, err := s.parent.Execute(tctx, msg)
 	trace.EndTurn(span, res.Reason, err)
+	s.recordTurn(started, res, err)
 	// The parent's transcript is synced (Execute); the names in the session directory
 	// (session.json, the transcripts' files) become durable with it.
 	if s.sess != nil {
