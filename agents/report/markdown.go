@@ -13,7 +13,7 @@ import (
 const (
 	mdLanes         = 20  // task lanes in the gantt
 	mdTurns         = 10  // turns per lane in the gantt
-	mdNotifications = 20  // notification milestones in the gantt
+	mdNotifications = 20  // notification milestones (deliveries) in the gantt
 	mdAgents        = 100 // rows of the agents table
 )
 
@@ -109,18 +109,36 @@ func gantt(b *strings.Builder, r *Report) {
 			fmt.Fprintf(b, "    %s :%s%d, %d\n", mermaidText(what), tag, t.Start.UnixMilli(), end)
 		}
 		if lane.Kind == KindParent {
-			for i, n := range r.Notifications {
-				if i == mdNotifications {
-					fmt.Fprintf(b, "    %s :milestone, %d, 1ms\n", mermaidText(fmt.Sprintf("%d more notifications", len(r.Notifications)-i)), n.Time.UnixMilli())
-					break
-				}
-				fmt.Fprintf(b, "    %s :milestone, %d, 1ms\n", mermaidText(fmt.Sprintf("notified %s t%d %s", shortID(n.TaskID), n.Turn, n.Status)), n.Time.UnixMilli())
-			}
+			notificationMilestones(b, r.Notifications)
 		}
 	}
 	b.WriteString("```\n\n")
 	if tasks > drawn {
 		fmt.Fprintf(b, "_The gantt draws the parent and %d of %d agents; the HTML report draws them all._\n\n", drawn, tasks)
+	}
+}
+
+// notificationMilestones draws the notifications the parent received as milestones: one
+// per delivery (the notifications that arrived together, in one message, share one), at
+// most mdNotifications, then one for the rest.
+func notificationMilestones(b *strings.Builder, ns []Notification) {
+	drawn := 0
+	for i := 0; i < len(ns); {
+		j := i + 1
+		for j < len(ns) && ns[j].Time.Equal(ns[i].Time) {
+			j++
+		}
+		if drawn == mdNotifications {
+			fmt.Fprintf(b, "    %s :milestone, %d, 1ms\n", mermaidText(fmt.Sprintf("%d more notifications", len(ns)-i)), ns[i].Time.UnixMilli())
+			return
+		}
+		what := fmt.Sprintf("notified %s t%d %s", shortID(ns[i].TaskID), ns[i].Turn, ns[i].Status)
+		if j-i > 1 {
+			what = fmt.Sprintf("%d notifications", j-i)
+		}
+		fmt.Fprintf(b, "    %s :milestone, %d, 1ms\n", mermaidText(what), ns[i].Time.UnixMilli())
+		drawn++
+		i = j
 	}
 }
 
