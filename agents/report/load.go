@@ -416,7 +416,7 @@ func (l *loader) continuations(rec store.Record) {
 		}
 		n, _ := strconv.Atoi(m[3])
 		kind := string(streamjson.ContinuationResident)
-		if strings.HasPrefix(m[2], "revived") {
+		if m[2] == "revived from its transcript" {
 			kind = string(streamjson.ContinuationRevived)
 		}
 		l.continued[turnKey(m[1], n)] = kind
