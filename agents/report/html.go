@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"html/template"
 	"io"
-	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -65,6 +64,7 @@ type page struct {
 	Style  template.CSS
 	Script template.JS
 	Ticks  []tick
+	Gaps   []gap // idle stretches drawn as breaks (axis.go)
 	Parent *laneView
 	Groups []group
 	Lanes  []*laneView // every lane, the parent first (the conversations)
@@ -114,14 +114,9 @@ func newPage(r *Report) *page {
 		// text that escaped its escaping would still be inert.
 		CSP: "default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src 'sha256-" +
 			base64.StdEncoding.EncodeToString(sum[:]) + "'; base-uri 'none'; form-action 'none'"}
-	span := r.End.Sub(r.Start)
-	pos := func(t time.Time) float64 {
-		if span <= 0 {
-			return 0
-		}
-		return math.Max(0, math.Min(100, 100*float64(t.Sub(r.Start))/float64(span)))
-	}
-	p.Ticks = ticks(span)
+	ax := newAxis(r)
+	pos := ax.pos
+	p.Ticks, p.Gaps = ax.ticks(), ax.gaps()
 	seen := map[string]bool{}
 	for i := range r.Lanes {
 		lane := &r.Lanes[i]
@@ -191,10 +186,11 @@ func barTitle(lane *Lane, t *Turn) string {
 	return b.String()
 }
 
-// ticks returns the axis marks of a span: 4 to 10 of them at a round step.
-func ticks(span time.Duration) []tick {
+// ticks returns the offsets of the marks of a span: at most about n of them, at a round
+// step.
+func ticks(span time.Duration, n int) []time.Duration {
 	if span <= 0 {
-		return []tick{{Left: 0, Label: "0"}}
+		return []time.Duration{0}
 	}
 	steps := []time.Duration{}
 	for _, unit := range []time.Duration{time.Millisecond, time.Second, time.Minute, time.Hour} {
@@ -204,14 +200,14 @@ func ticks(span time.Duration) []tick {
 	}
 	step := steps[len(steps)-1]
 	for _, s := range steps {
-		if span/s <= 8 {
+		if span/s <= time.Duration(n) {
 			step = s
 			break
 		}
 	}
-	var out []tick
+	var out []time.Duration
 	for at := time.Duration(0); at <= span; at += step {
-		out = append(out, tick{Left: 100 * float64(at) / float64(span), Label: "+" + fmtMS(at.Milliseconds())})
+		out = append(out, at)
 	}
 	return out
 }
