@@ -113,6 +113,7 @@ type loader struct {
 	// continued says how a task's turn (turnKey) ran, as the parent's send_message
 	// results told it (for sessions that did not record it in the task's turn record).
 	continued map[string]string
+	re        patterns
 }
 
 func newLoader(opts Options) *loader {
@@ -135,7 +136,7 @@ func newLoader(opts Options) *loader {
 	r := &Report{Version: Version, Generator: opts.Generator, GeneratedAt: now().UTC(), Limits: lim,
 		Lanes: []Lane{}, Agents: []Agent{}, Notifications: []Notification{}}
 	r.Totals.Statuses = map[string]int{}
-	return &loader{opts: opts, r: r, missing: map[string]bool{}, continued: map[string]string{}}
+	return &loader{opts: opts, r: r, missing: map[string]bool{}, continued: map[string]string{}, re: newPatterns()}
 }
 
 func (l *loader) warn(ws ...string) {

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/stoke-cli/stoke/agents"
 	"github.com/stoke-cli/stoke/agents/llm"
@@ -13,19 +12,23 @@ import (
 	"github.com/stoke-cli/stoke/streamjson"
 )
 
-// The patterns a parent's messages are read with, compiled on first use (nothing at init).
-var (
-	notificationRE = sync.OnceValue(func() *regexp.Regexp {
-		return regexp.MustCompile(`(?s)<task-notification>(.*?)</task-notification>`)
-	})
-	taskIDRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`<task-id>([^<]*)</task-id>`) })
-	statusRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`<status>([^<]*)</status>`) })
-	turnRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`<turn>(\d+)</turn>`) })
-	// continuedRE reads the result of a send_message that started a new turn.
-	continuedRE = sync.OnceValue(func() *regexp.Regexp {
-		return regexp.MustCompile(`^task_id: (\S+)\n(continued on its resident runtime|revived from its transcript) as turn (\d+)`)
-	})
-)
+// patterns are what a parent's messages are read with, compiled for each Load (nothing
+// at init).
+type patterns struct {
+	notification, taskID, status, turn *regexp.Regexp
+	// continued reads the result of a send_message that started a new turn.
+	continued *regexp.Regexp
+}
+
+func newPatterns() patterns {
+	return patterns{
+		notification: regexp.MustCompile(`(?s)<task-notification>(.*?)</task-notification>`),
+		taskID:       regexp.MustCompile(`<task-id>([^<]*)</task-id>`),
+		status:       regexp.MustCompile(`<status>([^<]*)</status>`),
+		turn:         regexp.MustCompile(`<turn>(\d+)</turn>`),
+		continued:    regexp.MustCompile(`^task_id: (\S+)\n(continued on its resident runtime|revived from its transcript) as turn (\d+)`),
+	}
+}
 
 // parentLane reads the parent's transcript: its turns (delimited by its turn records, or
 // inferred from its messages in a session that has none: a turn starts with a user
@@ -101,15 +104,15 @@ func (l *loader) notifications(parentTurn int, rec store.Record) {
 		if b.Type != llm.BlockText {
 			continue
 		}
-		for _, m := range notificationRE().FindAllStringSubmatch(b.Text, -1) {
+		for _, m := range l.re.notification.FindAllStringSubmatch(b.Text, -1) {
 			n := Notification{Time: rec.Time, ParentTurn: parentTurn}
-			if s := taskIDRE().FindStringSubmatch(m[1]); s != nil {
+			if s := l.re.taskID.FindStringSubmatch(m[1]); s != nil {
 				n.TaskID = s[1]
 			}
-			if s := statusRE().FindStringSubmatch(m[1]); s != nil {
+			if s := l.re.status.FindStringSubmatch(m[1]); s != nil {
 				n.Status = s[1]
 			}
-			if s := turnRE().FindStringSubmatch(m[1]); s != nil {
+			if s := l.re.turn.FindStringSubmatch(m[1]); s != nil {
 				n.Turn, _ = strconv.Atoi(s[1])
 			}
 			if n.TaskID == "" {
@@ -131,7 +134,7 @@ func (l *loader) continuations(rec store.Record) {
 		if b.Type != llm.BlockToolResult || b.IsError {
 			continue
 		}
-		m := continuedRE().FindStringSubmatch(b.Content)
+		m := l.re.continued.FindStringSubmatch(b.Content)
 		if m == nil {
 			continue
 		}
