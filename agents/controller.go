@@ -70,7 +70,8 @@ type turnState struct {
 	toolUseID    string
 	background   bool
 	start        time.Time
-	resident     bool // the runtime may stay after this turn
+	queued       time.Time // when a turn that waited for its slot was scheduled (zero: it did not wait)
+	resident     bool      // the runtime may stay after this turn
 	committed    bool
 	row          Row // the row as committed at completion
 }

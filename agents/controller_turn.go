@@ -69,6 +69,7 @@ func (c *controller) runTurn(ctx context.Context, t turn) {
 	defer close(t.finished)
 	defer t.cancel(nil)
 	defer t.slots.release(t.ticket)
+	scheduled := c.env.cfg.Now()
 	if t.prev != nil {
 		<-t.prev
 	}
@@ -84,6 +85,9 @@ func (c *controller) runTurn(ctx context.Context, t turn) {
 		}
 		c.cur = &turnState{n: t.n, continuation: t.continuation, toolUseID: t.toolUseID, background: t.background,
 			start: c.env.cfg.Now(), resident: c.resident}
+		if c.row.Status == StatusQueued || started {
+			c.cur.queued = scheduled
+		}
 		row = c.row
 		info = c.turnInfoLocked()
 		c.mu.Unlock()

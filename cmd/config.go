@@ -46,6 +46,7 @@ type Config struct {
 	Debug              bool                      `mapstructure:"debug"`
 	LogLevel           string                    `mapstructure:"log-level"`
 	TraceFile          string                    `mapstructure:"trace-file"`
+	Report             string                    `mapstructure:"report"`
 	Progress           string                    `mapstructure:"progress"`
 
 	// Per-run values: flags and STOKE_* environment only; a settings file cannot set them.
@@ -195,6 +196,7 @@ func settings() []setting {
 		{key: "debug", kind: kindBool, flag: true, def: false, scope: scopeAny},
 		{key: "log-level", kind: kindString, scope: scopeAny},
 		{key: "trace-file", kind: kindString, flag: true, why: "it writes a file anywhere"},
+		{key: "report", kind: kindString, flag: true, why: "it writes a file anywhere"},
 		{key: "progress", kind: kindString, flag: true, def: progress.ModeAuto, scope: scopeAny},
 		{key: "prices", kind: kindMap, why: "prices decide --max-budget-usd"},
 		{key: "hooks", kind: kindMap, why: "hooks run commands"},

@@ -241,6 +241,7 @@ func addRunFlags(f *pflag.FlagSet) {
 	f.Bool("verbose", false, "accepted for compatibility with Claude Code's stream-json usage")
 	f.BoolP("debug", "d", false, "log debug diagnostics on stderr (else STOKE_LOG_LEVEL, default warn)")
 	f.String("trace-file", "", "write OpenTelemetry spans to `FILE` as OTLP JSON, one ExportTraceServiceRequest per line (OTEL_* variables export over OTLP: docs/observability.md)")
+	f.String("report", "", "at the end of the run, however it ends, write the session's report to `FILE` (HTML: stoke sessions report, docs/report.md)")
 	f.String("progress", progress.ModeAuto, "progress on stderr: auto (a live status line when stderr is a terminal) | plain (a line per agent event, a heartbeat every 10s) | off")
 }
 

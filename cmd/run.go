@@ -110,6 +110,7 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, args []strin
 		TrustProject:     cfg.Trusted,
 		Secrets:          cfg.secretsPolicy(deps.LookupEnv, deps.environ()),
 		Prices:           price.Default().With(cfg.Prices),
+		Report:           absPath(cwd, cfg.Report),
 		Hooks:            cfg.Hooks,
 		MCP:              mcpOpts,
 		SDK:              claude.sdk,
@@ -277,4 +278,12 @@ func stokeHome(deps *Deps, cwd string) (string, error) {
 		return "", usageErrorf("cannot find the home directory: set STOKE_HOME")
 	}
 	return filepath.Join(dir, ".stoke"), nil
+}
+
+// absPath is path made absolute against cwd ("" stays "").
+func absPath(cwd, path string) string {
+	if path == "" || filepath.IsAbs(path) {
+		return path
+	}
+	return filepath.Join(cwd, path)
 }

@@ -130,6 +130,9 @@ type Options struct {
 	// hooks of its agent files (cmd decides it: --trust-project, trusted-projects in the
 	// home settings). Agent approval modes are capped by ApprovalMode either way.
 	TrustProject bool
+	// Report, when set, is the file the run's report (HTML: agents/report) is written to
+	// once the run has ended, however it ended (a signal included): --report.
+	Report string
 	// Secrets keeps credentials out of the shell tool's and the hooks' environment and
 	// redacts them from tool results; nil still keeps the provider keys out of both.
 	Secrets *secrets.Policy

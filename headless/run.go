@@ -32,7 +32,7 @@ const parentSystemPrompt = "You are stoke, a headless coding agent run from a sc
 // Run runs one headless session: prompt in, parent turns, background agents, the final result.
 // It returns nil on success, or an error the CLI maps to an exit code: ErrMaxTurns,
 // ErrRunFailed, ErrUsage (all wrapped) or *InterruptedError.
-func Run(ctx context.Context, opts Options) error {
+func Run(ctx context.Context, opts Options) (err error) {
 	opts = withDefaults(opts)
 	ctx, stopSignals := withSignals(ctx)
 	defer stopSignals()
@@ -66,10 +66,11 @@ func Run(ctx context.Context, opts Options) error {
 // last), then the end-of-run policy and the final result, and closes p. It returns what
 // Run returns. The registry's turns live under the ctx p was assembled with; ctx ends
 // the loop (a signal, --timeout).
-func Serve(ctx context.Context, p *Parts, in <-chan Input) error {
-	defer p.Close()
+func Serve(ctx context.Context, p *Parts, in <-chan Input) (err error) {
 	s := &session{Parts: p, reminder: p.reminder}
-	err := s.run(ctx, in)
+	defer func() { err = s.writeReport(err) }() // after close: the session as stored
+	defer p.Close()
+	err = s.run(ctx, in)
 	if p.host != nil {
 		p.host.Close()
 	}
@@ -278,8 +279,10 @@ func (s *session) turn(ctx context.Context, msg llm.Message, perTurnResult bool)
 	}
 	s.parentTurns++
 	tctx, span := trace.StartTurn(tctx, s.opts.Tracer, trace.TurnInfo{SessionID: s.id, Agent: "parent", Turn: s.parentTurns})
+	started := time.Now()
 	res, err := s.parent.Execute(tctx, msg)
 	trace.EndTurn(span, res.Reason, res.Reason == runtime.ReasonCancelled, err)
+	s.recordTurn(started, res, err)
 	// The parent's transcript is synced (Execute); the names in the session directory
 	// (session.json, the transcripts' files) become durable with it.
 	if sess := s.opened.sess; sess != nil {

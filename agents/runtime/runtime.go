@@ -73,6 +73,12 @@ type ChatStore interface {
 	Sync() error
 }
 
+// infoStore is a ChatStore that also records how a message came about (a model call's
+// start, model and usage; when each tool call ran): store.Transcript, for reports.
+type infoStore interface {
+	AppendInfo(m llm.Message, info store.MessageInfo) error
+}
+
 // Config configures a Runtime. Everything but Model is optional.
 type Config struct {
 	// Agent is "parent" or the subagent type; it is sent as llm.Request.Agent.
@@ -264,8 +270,8 @@ func (r *Runtime) loop(ctx context.Context, instruction llm.Message) TurnResult 
 			final = reply.Text()
 			return finish(ReasonCompleted, nil)
 		}
-		results := r.runTools(ctx, uses)
-		if err := r.add(results); err != nil {
+		results, times := r.runTools(ctx, uses)
+		if err := r.addInfo(results, store.MessageInfo{Calls: times}); err != nil {
 			return finish(ReasonError, err)
 		}
 		r.emit(streamjson.NewUser(results.Content))
@@ -277,12 +283,22 @@ func (r *Runtime) loop(ctx context.Context, instruction llm.Message) TurnResult 
 
 // add appends m to the chat and the store. A message of the same role as the last one is
 // merged into it, so that roles alternate; revival applies the same rule (store.AppendMessage).
-func (r *Runtime) add(m llm.Message) error {
+func (r *Runtime) add(m llm.Message) error { return r.addInfo(m, store.MessageInfo{}) }
+
+// addInfo is add, with what the store may record of how m came about.
+func (r *Runtime) addInfo(m llm.Message, info store.MessageInfo) error {
 	r.chat.msgs = store.AppendMessage(r.chat.msgs, m)
-	if r.cfg.Store != nil {
-		if err := r.cfg.Store.Append(m); err != nil {
-			return fmt.Errorf("append transcript: %w", err)
-		}
+	if r.cfg.Store == nil {
+		return nil
+	}
+	var err error
+	if is, ok := r.cfg.Store.(infoStore); ok {
+		err = is.AppendInfo(m, info)
+	} else {
+		err = r.cfg.Store.Append(m)
+	}
+	if err != nil {
+		return fmt.Errorf("append transcript: %w", err)
 	}
 	return nil
 }
@@ -364,12 +380,13 @@ func (r *Runtime) call(ctx context.Context, partial *string) (_ llm.Message, err
 		content = []llm.Block{llm.TextBlock("")}
 	}
 	reply := llm.Message{Role: llm.RoleAssistant, Content: content}
-	if err := r.add(reply); err != nil {
-		return llm.Message{}, err
-	}
 	model := done.Model
 	if model == "" {
 		model = r.cfg.ModelName
+	}
+	usage := done.Usage
+	if err := r.addInfo(reply, store.MessageInfo{Start: callStart, Model: model, Usage: &usage}); err != nil {
+		return llm.Message{}, err
 	}
 	stop := done.StopReason
 	if stop == "" {
@@ -404,10 +421,12 @@ func normalizeInput(in json.RawMessage) json.RawMessage {
 }
 
 // runTools runs the calls concurrently and returns their results in call order, as one
-// user message. Every tool_use gets a result, even when ctx is cancelled. The Admitted
-// calls (Config.Order) take their places in the queues in call order (callorder.go).
-func (r *Runtime) runTools(ctx context.Context, uses []llm.Block) llm.Message {
+// user message, and when each ran. Every tool_use gets a result, even when ctx is
+// cancelled. The Admitted calls (Config.Order) take their places in the queues in call
+// order (callorder.go).
+func (r *Runtime) runTools(ctx context.Context, uses []llm.Block) (llm.Message, []store.CallTime) {
 	out := make([]llm.Block, len(uses))
+	times := make([]store.CallTime, len(uses))
 	rank := make([]int, len(uses))
 	n := 0
 	for i, u := range uses {
@@ -428,7 +447,9 @@ func (r *Runtime) runTools(ctx context.Context, uses []llm.Block) llm.Message {
 				tctx = withCallSlot(tctx, order, rank[i])
 				defer order.pass(rank[i])
 			}
+			start := r.cfg.Now()
 			res := r.tools.Run(tctx, tools.Call{ID: u.ID, Name: u.Name, Input: u.Input})
+			times[i] = store.CallTime{ID: u.ID, Start: start.UTC(), DurationMS: r.cfg.Now().Sub(start).Milliseconds()}
 			if ctx.Err() != nil && !res.IsError && res.Content == "" {
 				res = tools.Errorf("cancelled: %v", context.Cause(ctx))
 			}
@@ -439,5 +460,5 @@ func (r *Runtime) runTools(ctx context.Context, uses []llm.Block) llm.Message {
 	wg.Wait()
 	r.stats.ToolUses += len(uses)
 	r.stats.LastTool = uses[len(uses)-1].Name
-	return llm.Message{Role: llm.RoleUser, Content: out}
+	return llm.Message{Role: llm.RoleUser, Content: out}, times
 }
