@@ -116,6 +116,7 @@ type Workspace struct {
 	deny     Denier
 	secrets  *secrets.Policy
 	limits   Limits
+	files    Files       // nil: the disk (WithFiles)
 	edits    *sync.Mutex // held by write_file and edit for their read-modify-write
 	schemas  *schemaCache
 }
