@@ -56,11 +56,12 @@ func Serve(ctx context.Context, cfg Config) error {
 	}
 	ctx, stopSignals := headless.WithSignals(ctx)
 	defer stopSignals()
-	srv := &server{cfg: cfg, sessions: map[sdk.SessionId]*session{}}
-	srv.conn = sdk.NewAgentSideConnection(srv, cfg.Out, cfg.In)
-	srv.conn.SetLogger(cfg.Logger)
+	srv := &server{cfg: cfg, sessions: map[sdk.SessionId]*session{}, ready: make(chan struct{})}
 	srv.ctx, srv.stop = context.WithCancelCause(ctx)
 	defer srv.stop(nil)
+	srv.conn = sdk.NewAgentSideConnection(srv, cfg.Out, cfg.In) // its reader calls srv's methods at once
+	srv.conn.SetLogger(cfg.Logger)
+	close(srv.ready)
 	select {
 	case <-srv.conn.Done():
 		srv.endAll()
@@ -74,8 +75,10 @@ func Serve(ctx context.Context, cfg Config) error {
 
 // server is the agent side of one connection: the sessions it serves, by id.
 type server struct {
-	cfg  Config
-	conn *sdk.AgentSideConnection
+	cfg Config
+	// conn is the connection, set once ready is closed (peer waits for it).
+	conn  *sdk.AgentSideConnection
+	ready chan struct{}
 	// ctx is the connection's: every session's context derives from it.
 	ctx  context.Context
 	stop context.CancelCauseFunc
@@ -285,6 +288,12 @@ func (srv *server) forget(s *session) {
 	if srv.sessions[s.id] == s {
 		delete(srv.sessions, s.id)
 	}
+}
+
+// peer returns the connection, once Serve has made it.
+func (srv *server) peer() *sdk.AgentSideConnection {
+	<-srv.ready
+	return srv.conn
 }
 
 // clientCaps returns what the client said it offers.

@@ -67,8 +67,8 @@ func startSession(srv *server, opts headless.Options, spec sessionSpec) (*sessio
 	if s.policy == "" {
 		s.policy = headless.BackgroundWait
 	}
-	s.updates = newUpdates(srv.conn, spec.id, spec.cwd, s.finished)
-	s.approvals = newApprovals(srv.conn, spec.id, spec.cwd, opts.ApprovalMode)
+	s.updates = newUpdates(srv.peer(), spec.id, spec.cwd, s.finished)
+	s.approvals = newApprovals(srv.peer(), spec.id, spec.cwd, opts.ApprovalMode)
 	opts.CWD = spec.cwd
 	opts.SessionID, opts.Resume, opts.Continue, opts.ForkSession = string(spec.id), "", false, false
 	if spec.resume {
@@ -77,7 +77,7 @@ func startSession(srv *server, opts headless.Options, spec sessionSpec) (*sessio
 	opts.Prompt, opts.Stdin, opts.Stdout = "", nil, io.Discard
 	opts.InputFormat, opts.OutputFormat = headless.InputText, headless.OutputStreamJSON
 	opts.Interactive, opts.Sink, opts.Approvals = true, s.updates, s.approvals
-	if f := newFiles(srv.conn, spec.id, srv.clientCaps()); f != nil {
+	if f := newFiles(srv.peer(), spec.id, srv.clientCaps()); f != nil {
 		opts.Files = f
 	}
 	if len(spec.mcp) > 0 {
