@@ -32,10 +32,7 @@ func checkACP(cfg *Config) error {
 			return usageErrorf("--acp takes its prompts and sessions from the client: %s%s cannot be used with it", key, cfg.from(key))
 		}
 	}
-	if cfg.InputFormat != headless.InputText || cfg.OutputFormat != headless.OutputText {
-		return usageErrorf("--acp speaks the Agent Client Protocol on stdin and stdout: --input-format and --output-format cannot be used with it")
-	}
-	return nil
+	return nil // --input-format and --output-format are the protocol's: ignored
 }
 
 // serveACP is the RunFunc of `stoke --acp`: base, the run's options, are those of a
