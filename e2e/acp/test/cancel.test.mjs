@@ -28,3 +28,18 @@ test("session/cancel mid-turn: cancelled, the partial text kept, the next prompt
   await s.stop();
   assert.equal((await s.exited).code, 0, s.stderr.join(""));
 });
+
+test("--max-turns reached: max_turn_requests, and the session goes on", { timeout: 30_000 }, async (t) => {
+  const w = workspace(t);
+  const s = start(t, w, "sdk-interrupt.yaml", { args: ["--max-turns", "1"] });
+  await s.initialize();
+  const { sessionId: id } = await s.agent.request("session/new", { cwd: w.project, mcpServers: [] });
+  // The parent's first call asks for a tool; the reply after it would be its second.
+  assert.deepEqual(await s.agent.request("session/prompt", { sessionId: id, prompt: [{ type: "text", text: "take your time with this one" }] }),
+    { stopReason: "max_turn_requests" });
+  const n = s.updates(id).length;
+  assert.deepEqual(await s.agent.request("session/prompt", { sessionId: id, prompt: [{ type: "text", text: "next question" }] }), { stopReason: "end_turn" });
+  assert.equal(text(since(s.updates(id), n)), "Answered the next question.");
+  await s.stop();
+  assert.equal((await s.exited).code, 0, s.stderr.join(""));
+});
