@@ -177,6 +177,9 @@ func (p *Parts) registry(ctx context.Context, cat catalog.Catalog) {
 	if p.host != nil {
 		lifecycle = agents.Lifecycles(lifecycle, p.host)
 	}
+	if o.Lifecycle != nil {
+		lifecycle = agents.Lifecycles(lifecycle, o.Lifecycle)
+	}
 	var taskStore agents.TaskStore
 	if p.opened.sess != nil {
 		taskStore = p.opened.sess

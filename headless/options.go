@@ -158,6 +158,10 @@ type Options struct {
 	// OnDispose is called once per runtime a task gives up (tests:
 	// agents.RegistryConfig.OnDispose).
 	OnDispose func(agents.TaskID)
+	// Lifecycle, when set, hears of the subagents' turns too (after the session's own
+	// listeners): an entry point that shows a background turn as settled once its
+	// notification waits for the parent (TurnSettled).
+	Lifecycle agents.Lifecycle
 	// NewTaskID names each launched task; nil gives random ids. A replay (--replay) gives
 	// each launch the id it had in the recording.
 	NewTaskID func(agents.LaunchRequest) agents.TaskID

@@ -156,6 +156,17 @@ func (h *harness) prompt(t *testing.T, id sdk.SessionId, text string) sdk.StopRe
 	return resp.StopReason
 }
 
+// starts counts the parent's calls that start an agent's turn: launches and send_message.
+func starts(us []sdk.SessionUpdate) int {
+	n := 0
+	for _, u := range us {
+		if c := u.ToolCall; c != nil && (strings.HasPrefix(c.Title, "Agent: ") || strings.HasPrefix(c.Title, "Message to agent ")) {
+			n++
+		}
+	}
+	return n
+}
+
 // agentTurns returns the background turns the updates opened, and how many settled.
 func agentTurns(us []sdk.SessionUpdate) (opened []string, settled int) {
 	done := map[sdk.ToolCallId]bool{}
@@ -185,22 +196,27 @@ func agentText(us []sdk.SessionUpdate) string {
 	return b.String()
 }
 
-// converse prompts first, then "Any news?" once every agent turn has settled, until the
-// agent's text holds want.
+// converse prompts first, then "Any news?" once every agent turn the parent started has
+// opened and settled, until the agent's text holds want. Every prompt after the first
+// must find a notification waiting (the parent takes no turn of its own between prompts).
 func (h *harness) converse(t *testing.T, id sdk.SessionId, first, want string) {
 	t.Helper()
 	from := len(h.client.of(id))
 	prompt := first
 	for range 6 {
+		n := len(h.client.of(id))
 		if stop := h.prompt(t, id, prompt); stop != sdk.StopReasonEndTurn {
 			t.Fatalf("stop reason %s", stop)
+		}
+		if got := agentText(h.client.of(id)[n:]); strings.Contains(got, "No news yet.") {
+			t.Fatalf("the prompt %q found no notification waiting: %q", prompt, got)
 		}
 		if strings.Contains(agentText(h.client.of(id)[from:]), want) {
 			return
 		}
 		h.client.until(t, id, func(us []sdk.SessionUpdate) bool {
 			opened, settled := agentTurns(us[from:])
-			return len(opened) > 0 && settled == len(opened)
+			return len(opened) == starts(us[from:]) && settled == len(opened)
 		})
 		prompt = "Any news?"
 	}

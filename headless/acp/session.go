@@ -76,7 +76,7 @@ func startSession(srv *server, opts headless.Options, spec sessionSpec) (*sessio
 	}
 	opts.Prompt, opts.Stdin, opts.Stdout = "", nil, io.Discard
 	opts.InputFormat, opts.OutputFormat = headless.InputText, headless.OutputStreamJSON
-	opts.Interactive, opts.Sink, opts.Approvals = true, s.updates, s.approvals
+	opts.Interactive, opts.Sink, opts.Approvals, opts.Lifecycle = true, s.updates, s.approvals, s.updates
 	if f := newFiles(srv.peer(), spec.id, srv.clientCaps()); f != nil {
 		opts.Files = f
 	}

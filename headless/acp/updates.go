@@ -9,6 +9,7 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 
+	"github.com/stoke-cli/stoke/agents"
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/streamjson"
 )
@@ -26,7 +27,9 @@ type client interface {
 // tool_call_update (completed or failed, with the output); each turn of a background
 // agent is a tool_call of its own, opened by its task_started (its continuation said) and
 // completed or failed by its task_notification, whenever that comes. Safe for concurrent
-// use: events come from the loop and from the agents' turns.
+// use: events come from the loop and from the agents' turns. It is the session's
+// agents.Lifecycle too: a turn's completion is sent once its notification waits for the
+// parent, so that a prompt the client sends on seeing it reads it first.
 type updates struct {
 	conn     client
 	id       sdk.SessionId
@@ -40,10 +43,14 @@ type updates struct {
 	stop string
 	// calls are the parent's tool calls by id, for their results.
 	calls map[string]llm.Block
+	// settling are the task_notification events of the turns not yet settled, by turn
+	// call: each is sent once its notification waits for the parent (TurnSettled).
+	settling map[sdk.ToolCallId]*streamjson.TaskNotification
 }
 
 func newUpdates(conn client, id sdk.SessionId, cwd string, finished func(*streamjson.Result)) *updates {
-	return &updates{conn: conn, id: id, cwd: cwd, finished: finished, calls: map[string]llm.Block{}}
+	return &updates{conn: conn, id: id, cwd: cwd, finished: finished, calls: map[string]llm.Block{},
+		settling: map[sdk.ToolCallId]*streamjson.TaskNotification{}}
 }
 
 // send sends one update (a connection that has ended drops it: the client is gone).
@@ -65,7 +72,9 @@ func (u *updates) Event(ev streamjson.Event) {
 	case *streamjson.TaskStarted:
 		u.agentTurn(e)
 	case *streamjson.TaskNotification:
-		u.agentSettled(e)
+		u.mu.Lock()
+		u.settling[agentTurnID(e.TaskID, e.Turn)] = e
+		u.mu.Unlock()
 	case *streamjson.Result:
 		u.finished(e)
 	}
@@ -164,6 +173,25 @@ func (u *updates) agentTurn(e *streamjson.TaskStarted) {
 		},
 		Meta: map[string]any{"stoke": map[string]any{"taskId": e.TaskID, "turn": e.Turn, "continuation": e.Continuation}},
 	}})
+}
+
+// TurnStarted implements agents.Lifecycle: nothing to do (task_started opens the call).
+func (u *updates) TurnStarted(context.Context, agents.TurnInfo) {}
+
+// TurnStopping implements agents.Lifecycle: nothing to say.
+func (u *updates) TurnStopping(context.Context, agents.TurnInfo, string, bool) string { return "" }
+
+// TurnSettled implements agents.Lifecycle: the turn's notification waits for the parent
+// (a prompt sent from now on reads it first), so the turn's call is completed now.
+func (u *updates) TurnSettled(t agents.TurnInfo, _ agents.Row) {
+	id := agentTurnID(string(t.TaskID), t.Turn)
+	u.mu.Lock()
+	e := u.settling[id]
+	delete(u.settling, id)
+	u.mu.Unlock()
+	if e != nil {
+		u.agentSettled(e)
+	}
 }
 
 // agentSettled completes (or fails) the tool call of an agent's turn (task_notification).

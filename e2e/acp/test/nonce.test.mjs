@@ -7,21 +7,28 @@ import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { workspace, start, text, agentTurns, settled, turnCallId, since } from "../harness.mjs";
 
+// starts counts the parent's calls that start an agent's turn: launches and send_message.
+const starts = (us) => us.filter((u) => u.sessionUpdate === "tool_call" && /^(Agent: |Message to agent )/.test(u.title)).length;
+
 // converse prompts session id with first, then with "Any news?" each time every agent
-// turn opened so far has settled, until the text answered holds want (at most 6 prompts).
-// Returns the updates of the conversation and the prompts' stop reasons.
+// turn the parent started has opened and settled, until the text answered holds want (at
+// most 6 prompts). Every prompt after the first must find a notification waiting: the
+// parent takes no turn of its own between prompts, so it reacts only then. Returns the
+// updates of the conversation and the prompts' stop reasons.
 async function converse(s, id, first, want) {
   const from = s.updates(id).length;
   const stops = [];
   let prompt = first;
   for (let i = 0; i < 6; i++) {
+    const n = s.updates(id).length;
     const r = await s.agent.request("session/prompt", { sessionId: id, prompt: [{ type: "text", text: prompt }] });
     stops.push(r.stopReason);
+    assert.ok(!text(since(s.updates(id), n)).includes("No news yet."), `prompt ${i + 1} found no notification waiting\nstderr: ${s.stderr.join("")}`);
     if (text(since(s.updates(id), from)).includes(want)) return { updates: since(s.updates(id), from), stops };
     // The notification of the turn running comes as an update whenever it settles.
     await s.until(id, (us) => {
       const turns = agentTurns(since(us, from));
-      return turns.length > 0 && turns.every((t) => settled(us, turnCallId(t.taskId, t.turn)));
+      return turns.length === starts(since(us, from)) && turns.every((t) => settled(us, turnCallId(t.taskId, t.turn)));
     });
     prompt = "Any news?";
   }
