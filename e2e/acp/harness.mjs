@@ -23,13 +23,48 @@ export const scenarios = resolve(process.env.STOKE_SCENARIOS ?? join(import.meta
 const require = createRequire(import.meta.url);
 const schema = JSON.parse(await readFile(require.resolve("@agentclientprotocol/sdk/schema/v1/schema.json"), "utf8"));
 
-// validateAgent checks one message an agent sends: the schema's "Agent" branch.
-const validateAgent = (() => {
+// The schema's validators: the "Agent" branch (any message an agent sends), and for each
+// method the definition of its params and of its result, found by their x-method
+// annotations (SessionNotification is session/update's params, InitializeResponse is
+// initialize's result, ...). The Agent branch alone would take any params (its union
+// ends with the extension methods' catch-all), so each message is also checked against
+// its method's own definition.
+const validators = (() => {
   const agentSide = schema.anyOf.find((s) => s.title === "Agent");
   if (!agentSide) throw new Error("the ACP schema has no Agent branch");
   const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: false });
-  return ajv.compile({ ...schema, anyOf: [agentSide] });
+  ajv.addSchema({ ...schema, anyOf: [agentSide] }, "acp");
+  const def = (name) => ajv.getSchema(`acp#/$defs/${name}`);
+  const params = {}; // method -> validator of the params stoke sends (requests, notifications)
+  const results = {}; // method -> validator of the result stoke answers with
+  for (const [name, d] of Object.entries(schema.$defs)) {
+    const method = d["x-method"];
+    if (!method) continue;
+    if (d["x-side"] === "client" && /(Request|Notification)$/.test(name)) params[method] = def(name);
+    if (d["x-side"] === "agent" && /Response$/.test(name)) results[method] = def(name);
+  }
+  return { message: ajv.getSchema("acp"), error: def("Error"), params, results };
 })();
+
+// check returns why msg, a message stoke sent, is not valid ACP ("" when it is); sent maps
+// the ids of the client's requests to their methods.
+function check(msg, sent) {
+  const errs = [];
+  const run = (v, x, what) => {
+    if (!v) return errs.push(`${what}: no schema definition`);
+    if (!v(x)) errs.push(`${what}: ${JSON.stringify(v.errors).slice(0, 1500)}`);
+  };
+  run(validators.message, msg, "message");
+  if (msg.method) {
+    if (msg.method !== "$/cancel_request") run(validators.params[msg.method], msg.params, `params of ${msg.method}`);
+  } else if (msg.error) {
+    run(validators.error, msg.error, "error");
+  } else {
+    const method = sent.get(msg.id);
+    run(validators.results[method], msg.result, `result of ${method}`);
+  }
+  return errs.join("; ");
+}
 
 // workspace makes an empty directory (a project) and $STOKE_HOME beside it, removed
 // after the test: {root, home, dir(name)} where dir makes another project directory.
@@ -69,6 +104,7 @@ export function start(t, w, scenario, { args = [], env = {}, handlers = {}, capa
   const exited = new Promise((res) => child.on("exit", (code, signal) => res({ code, signal })));
   const messages = []; // everything stoke sent, parsed
   const invalid = [];
+  const sent = new Map(); // the client's requests: id -> method
   const readable = new ReadableStream({
     start(controller) {
       let buf = "";
@@ -81,7 +117,8 @@ export function start(t, w, scenario, { args = [], env = {}, handlers = {}, capa
           if (!line.trim()) continue;
           const msg = JSON.parse(line);
           messages.push(msg);
-          if (!validateAgent(msg)) invalid.push({ msg, errors: validateAgent.errors });
+          const why = check(msg, sent);
+          if (why) invalid.push({ msg, why });
           controller.enqueue(msg);
         }
       });
@@ -90,6 +127,7 @@ export function start(t, w, scenario, { args = [], env = {}, handlers = {}, capa
   });
   const writable = new WritableStream({
     write(msg) {
+      if (msg.method && msg.id !== undefined) sent.set(msg.id, msg.method);
       return new Promise((res, rej) => child.stdin.write(JSON.stringify(msg) + "\n", (err) => (err ? rej(err) : res())));
     },
     close() {
