@@ -329,15 +329,19 @@ func (srv *server) open(cwd string, servers []sdk.McpServer, resume string) (*se
 		return nil, openError(err)
 	}
 	srv.mu.Lock()
-	defer srv.mu.Unlock()
-	if srv.ended || srv.sessions[s.id] != nil {
-		go s.close(errClosed) // the connection ended meanwhile, or a concurrent load won
-		if srv.ended {
-			return nil, sdk.NewInternalError(map[string]any{"error": "the connection has ended"})
-		}
-		return srv.sessions[s.id], nil
+	won, ended := srv.sessions[s.id], srv.ended
+	if !ended && won == nil {
+		srv.sessions[s.id] = s
 	}
-	srv.sessions[s.id] = s
+	srv.mu.Unlock()
+	switch {
+	case ended: // the connection ended meanwhile
+		s.close(errClosed)
+		return nil, sdk.NewInternalError(map[string]any{"error": "the connection has ended"})
+	case won != nil: // a concurrent load of the same session came first
+		s.close(errClosed)
+		return won, nil
+	}
 	return s, nil
 }
 
