@@ -155,6 +155,9 @@ type Options struct {
 	// Files, when set, is where the file tools of the session's workspace read and write
 	// (an editor's buffers; tools.Files).
 	Files tools.Files
+	// Terminal, when set, is where the shell tool of the session's workspace runs its
+	// commands (an editor's terminals; tools.Terminal).
+	Terminal tools.Terminal
 	// OnDispose is called once per runtime a task gives up (tests:
 	// agents.RegistryConfig.OnDispose).
 	OnDispose func(agents.TaskID)

@@ -97,6 +97,9 @@ func newWorkspace(o Options, h host) (*workspace, error) {
 	if o.Files != nil {
 		wsOpts = append(slices.Clip(wsOpts), tools.WithFiles(o.Files)) // not a worktree's
 	}
+	if o.Terminal != nil {
+		wsOpts = append(slices.Clip(wsOpts), tools.WithTerminal(o.Terminal))
+	}
 	ws, err := tools.NewWorkspace(o.CWD, mode, wsOpts...)
 	if err != nil {
 		return nil, err

@@ -81,7 +81,8 @@ export function workspace(t) {
 
 // start runs `stoke --acp` on a scenario of scenarios/, in w.project with $STOKE_HOME
 // w.home, and connects the ACP client to it. handlers: {permission(params) -> response,
-// readTextFile(params), writeTextFile(params)} for the client's side; updates are
+// readTextFile(params), writeTextFile(params), terminal: {create, output, wait, kill,
+// release}} for the client's side; updates are
 // collected per session. Returns {agent, updates(sessionId), messages, stderr, exited,
 // stop}. The test fails if stoke sent a message that the schema refuses.
 export function start(t, w, scenario, { args = [], env = {}, handlers = {}, capabilities } = {}) {
@@ -156,6 +157,12 @@ export function start(t, w, scenario, { args = [], env = {}, handlers = {}, capa
       if (!handlers.writeTextFile) throw new Error("unexpected fs/write_text_file");
       return handlers.writeTextFile(params);
     });
+  for (const [name, method] of Object.entries({ create: "create", output: "output", wait: "waitForExit", kill: "kill", release: "release" })) {
+    app.onRequest(acp.methods.client.terminal[method], ({ params }) => {
+      if (!handlers.terminal?.[name]) throw new Error(`unexpected terminal/${method}`);
+      return handlers.terminal[name](params);
+    });
+  }
   const conn = app.connect({ readable, writable });
   let stopped = false;
   const stop = async () => {

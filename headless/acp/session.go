@@ -77,8 +77,12 @@ func startSession(srv *server, opts headless.Options, spec sessionSpec) (*sessio
 	opts.Prompt, opts.Stdin, opts.Stdout = "", nil, io.Discard
 	opts.InputFormat, opts.OutputFormat = headless.InputText, headless.OutputStreamJSON
 	opts.Interactive, opts.Sink, opts.Approvals, opts.Lifecycle = true, s.updates, s.approvals, s.updates
-	if f := newFiles(srv.peer(), spec.id, srv.clientCaps()); f != nil {
+	caps := srv.clientCaps()
+	if f := newFiles(srv.peer(), spec.id, caps); f != nil {
 		opts.Files = f
+	}
+	if caps.Terminal {
+		opts.Terminal = &terminals{conn: srv.peer(), updates: s.updates, id: spec.id}
 	}
 	if len(spec.mcp) > 0 {
 		servers := maps.Clone(opts.MCP.Servers)

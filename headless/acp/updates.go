@@ -212,6 +212,18 @@ func (u *updates) agentSettled(e *streamjson.TaskNotification) {
 	}})
 }
 
+// terminal shows the client's terminal tid in the tool call callID while its command runs.
+func (u *updates) terminal(callID, tid string) {
+	u.mu.Lock()
+	_, parent := u.calls[callID]
+	u.mu.Unlock()
+	if !parent {
+		return // a subagent's call, which the client was not shown
+	}
+	u.send(sdk.SessionUpdate{ToolCallUpdate: &sdk.SessionToolCallUpdate{ToolCallId: sdk.ToolCallId(callID),
+		Content: []sdk.ToolCallContent{sdk.ToolTerminalRef(tid)}}})
+}
+
 // mode tells the client the mode in force (after session/set_mode).
 func (u *updates) mode(id sdk.SessionModeId) {
 	u.send(sdk.SessionUpdate{CurrentModeUpdate: &sdk.SessionCurrentModeUpdate{CurrentModeId: id}})
