@@ -9,7 +9,7 @@
 //
 //	server.go   Serve and the agent's methods: initialize, authenticate, session/new,
 //	            session/load, session/resume, session/list, session/close, session/set_mode,
-//	            session/set_config_option, session/cancel, session/prompt
+//	            session/set_config_option, session/set_model, session/cancel, session/prompt
 //	session.go  one ACP session: its parts, the loop that serves them, the prompt running,
 //	            cancel and close
 //	updates.go  the session's events as session/update notifications (headless.ModelSink):
@@ -20,6 +20,8 @@
 //	approve.go  session modes (the approval modes) and session/request_permission for
 //	            the calls the mode in force does not allow (headless.Approvals)
 //	files.go    fs/read_text_file and fs/write_text_file for the file tools (tools.Files)
+//	terminal.go terminal/* for the shell tool (tools.Terminal)
+//	model.go    the model selector (the "model" configuration option, session/set_model)
 //
 // The protocol's plumbing (framing, request ids, the generated types) is
 // github.com/coder/acp-go-sdk's; this package maps stoke onto it and holds no state of its

@@ -125,7 +125,7 @@ func (srv *server) NewSession(_ context.Context, req sdk.NewSessionRequest) (sdk
 	if err != nil {
 		return sdk.NewSessionResponse{}, err
 	}
-	return sdk.NewSessionResponse{SessionId: s.id, Modes: s.approvals.state()}, nil
+	return sdk.NewSessionResponse{SessionId: s.id, Modes: s.approvals.state(), ConfigOptions: s.configOptions(), Models: s.modelState()}, nil
 }
 
 // LoadSession implements sdk.AgentLoader: the stored session, its history replayed as
@@ -143,7 +143,7 @@ func (srv *server) LoadSession(_ context.Context, req sdk.LoadSessionRequest) (s
 	if err := s.replay(); err != nil {
 		return sdk.LoadSessionResponse{}, err
 	}
-	return sdk.LoadSessionResponse{Modes: s.approvals.state()}, nil
+	return sdk.LoadSessionResponse{Modes: s.approvals.state(), ConfigOptions: s.configOptions(), Models: s.modelState()}, nil
 }
 
 // ResumeSession implements sdk.Agent: session/load without the replay.
@@ -152,7 +152,7 @@ func (srv *server) ResumeSession(_ context.Context, req sdk.ResumeSessionRequest
 	if err != nil {
 		return sdk.ResumeSessionResponse{}, err
 	}
-	return sdk.ResumeSessionResponse{Modes: s.approvals.state()}, nil
+	return sdk.ResumeSessionResponse{Modes: s.approvals.state(), ConfigOptions: s.configOptions(), Models: s.modelState()}, nil
 }
 
 // resume returns the session id: the one this process serves (released when cwd is not
@@ -227,10 +227,40 @@ func (srv *server) SetSessionMode(_ context.Context, req sdk.SetSessionModeReque
 	return sdk.SetSessionModeResponse{}, nil
 }
 
-// SetSessionConfigOption implements sdk.Agent: stoke offers no configuration options (the
-// approval mode is a session mode).
-func (srv *server) SetSessionConfigOption(context.Context, sdk.SetSessionConfigOptionRequest) (sdk.SetSessionConfigOptionResponse, error) {
-	return sdk.SetSessionConfigOptionResponse{}, sdk.NewInvalidParams(map[string]any{"error": "stoke offers no session configuration options"})
+// SetSessionConfigOption implements sdk.Agent: the one option is the model (the approval
+// mode is a session mode); the pick holds from the next model call on.
+func (srv *server) SetSessionConfigOption(_ context.Context, req sdk.SetSessionConfigOptionRequest) (sdk.SetSessionConfigOptionResponse, error) {
+	v := req.ValueId
+	if v == nil || v.ConfigId != modelConfigID {
+		return sdk.SetSessionConfigOptionResponse{}, sdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf("stoke's one configuration option is %q, a select", modelConfigID)})
+	}
+	s, err := srv.lookup(v.SessionId)
+	if err != nil {
+		return sdk.SetSessionConfigOptionResponse{}, err
+	}
+	if s.models == nil {
+		return sdk.SetSessionConfigOptionResponse{}, sdk.NewInvalidParams(map[string]any{"error": "the session has no model"})
+	}
+	if err := s.models.pick(string(v.Value)); err != nil {
+		return sdk.SetSessionConfigOptionResponse{}, sdk.NewInvalidParams(map[string]any{"error": err.Error()})
+	}
+	return sdk.SetSessionConfigOptionResponse{ConfigOptions: s.configOptions()}, nil
+}
+
+// UnstableSetSessionModel serves the unstable session/set_model (the library's; the
+// current schema picks the model through the "model" configuration option instead).
+func (srv *server) UnstableSetSessionModel(_ context.Context, req sdk.UnstableSetSessionModelRequest) (sdk.UnstableSetSessionModelResponse, error) {
+	s, err := srv.lookup(req.SessionId)
+	if err != nil {
+		return sdk.UnstableSetSessionModelResponse{}, err
+	}
+	if s.models == nil {
+		return sdk.UnstableSetSessionModelResponse{}, sdk.NewInvalidParams(map[string]any{"error": "the session has no model"})
+	}
+	if err := s.models.pick(string(req.ModelId)); err != nil {
+		return sdk.UnstableSetSessionModelResponse{}, sdk.NewInvalidParams(map[string]any{"error": err.Error()})
+	}
+	return sdk.UnstableSetSessionModelResponse{}, nil
 }
 
 // Cancel implements sdk.Agent: the running prompt's turn ends (its partial text kept,

@@ -95,6 +95,7 @@ func (*testClient) WaitForTerminalExit(context.Context, sdk.WaitForTerminalExitR
 
 // harness is one Serve and the client connected to it.
 type harness struct {
+	model    *scripted.Model
 	client   *testClient
 	conn     *sdk.ClientSideConnection
 	home     string
@@ -111,13 +112,14 @@ func serve(t *testing.T) *harness {
 		t.Fatal(err)
 	}
 	model := scripted.New(s)
-	h := &harness{client: newTestClient(), home: t.TempDir(), served: make(chan error, 1)}
+	h := &harness{model: model, client: newTestClient(), home: t.TempDir(), served: make(chan error, 1)}
 	inR, inW := io.Pipe()   // client → stoke
 	outR, outW := io.Pipe() // stoke → client
 	cfg := Config{
 		In: inR, Out: outW, Version: "test", Home: h.home, Model: model, NewSessionID: uuid.NewString,
 		Options: func(cwd string) (headless.Options, error) {
 			return headless.Options{Model: model, Home: h.home, CWD: cwd, BackgroundAgents: true, MaxTurns: 20,
+				ModelAliases: map[string]string{"fast": "scripted-fast"},
 				OnDispose: func(agents.TaskID) { h.disposed.Add(1) }}, nil
 		},
 	}
@@ -289,5 +291,52 @@ func TestLoadElsewhereReleasesResidents(t *testing.T) {
 	}
 	if n := h.disposed.Load(); n != 1 {
 		t.Fatalf("a load under another directory disposed %d runtimes, want 1", n)
+	}
+}
+
+// The model selector: the launch's model and the aliases' targets; a pick is what the
+// next requests ask for, through the configuration option or the unstable set_model.
+func TestModelSelection(t *testing.T) {
+	h := serve(t)
+	resp, err := h.conn.NewSession(t.Context(), sdk.NewSessionRequest{Cwd: t.TempDir(), McpServers: []sdk.McpServer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := resp.SessionId
+	if len(resp.ConfigOptions) != 1 || resp.ConfigOptions[0].Select == nil {
+		t.Fatalf("config options %+v, want the model selector", resp.ConfigOptions)
+	}
+	sel := resp.ConfigOptions[0].Select
+	if sel.Id != modelConfigID || sel.CurrentValue != "scripted-acp" || len(*sel.Options.Ungrouped) != 2 {
+		t.Fatalf("selector %+v: want model, current scripted-acp, 2 options", sel)
+	}
+	lastModel := func() string {
+		reqs := h.model.Requests()
+		return reqs[len(reqs)-1].Model
+	}
+	h.prompt(t, id, "hello")
+	if got := lastModel(); got != "scripted-acp" {
+		t.Fatalf("request for %q, want the launch's model", got)
+	}
+	set, err := h.conn.SetSessionConfigOption(t.Context(), sdk.SetSessionConfigOptionRequest{ValueId: &sdk.SetSessionConfigOptionValueId{SessionId: id, ConfigId: modelConfigID, Value: "scripted-fast"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cur := set.ConfigOptions[0].Select.CurrentValue; cur != "scripted-fast" {
+		t.Fatalf("current %q after the pick", cur)
+	}
+	h.prompt(t, id, "hello")
+	if got := lastModel(); got != "scripted-fast" {
+		t.Fatalf("request for %q after the pick, want scripted-fast", got)
+	}
+	if _, err := h.conn.UnstableSetSessionModel(t.Context(), sdk.UnstableSetSessionModelRequest{SessionId: id, ModelId: "scripted-acp"}); err != nil {
+		t.Fatal(err)
+	}
+	h.prompt(t, id, "hello")
+	if got := lastModel(); got != "scripted-acp" {
+		t.Fatalf("request for %q after set_model, want scripted-acp", got)
+	}
+	if _, err := h.conn.SetSessionConfigOption(t.Context(), sdk.SetSessionConfigOptionRequest{ValueId: &sdk.SetSessionConfigOptionValueId{SessionId: id, ConfigId: modelConfigID, Value: "gpt-nothing"}}); err == nil {
+		t.Fatal("a model the session does not offer was taken")
 	}
 }

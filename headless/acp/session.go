@@ -25,6 +25,7 @@ type session struct {
 	parts     *headless.Parts
 	updates   *updates
 	approvals *approvals
+	models    *models // nil without a model
 	policy    headless.BackgroundPolicy
 	// stop ends the session's context (session/close, the end of the connection on a
 	// signal); done is closed once Serve has returned (the parts closed), err is then
@@ -70,6 +71,14 @@ func startSession(srv *server, opts headless.Options, spec sessionSpec) (*sessio
 	s.updates = newUpdates(srv.peer(), spec.id, spec.cwd, s.finished)
 	s.approvals = newApprovals(srv.peer(), spec.id, spec.cwd, opts.ApprovalMode)
 	opts.CWD = spec.cwd
+	if opts.Model != nil {
+		name := opts.ModelName
+		if name == "" {
+			name = opts.Model.Name()
+		}
+		s.models = newModels(opts.Model, name, opts.ModelAliases)
+		opts.Model, opts.ModelName = s.models, name
+	}
 	opts.SessionID, opts.Resume, opts.Continue, opts.ForkSession = string(spec.id), "", false, false
 	if spec.resume {
 		opts.SessionID, opts.Resume = "", string(spec.id)
@@ -228,6 +237,22 @@ func (s *session) end() {
 	}
 	s.sendMu.Unlock()
 	<-s.done
+}
+
+// configOptions are the session's configuration options (the model selector).
+func (s *session) configOptions() []sdk.SessionConfigOption {
+	if s.models == nil {
+		return nil
+	}
+	return s.models.options()
+}
+
+// modelState is the session's models for the unstable models field (nil without a model).
+func (s *session) modelState() *sdk.SessionModelState {
+	if s.models == nil {
+		return nil
+	}
+	return s.models.state()
 }
 
 // replay sends the session's history as session/update notifications (session/load).
