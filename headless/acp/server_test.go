@@ -120,7 +120,7 @@ func serve(t *testing.T) *harness {
 		Options: func(cwd string) (headless.Options, error) {
 			return headless.Options{Model: model, Home: h.home, CWD: cwd, BackgroundAgents: true, MaxTurns: 20,
 				ModelAliases: map[string]string{"fast": "scripted-fast"},
-				OnDispose: func(agents.TaskID) { h.disposed.Add(1) }}, nil
+				OnDispose:    func(agents.TaskID) { h.disposed.Add(1) }}, nil
 		},
 	}
 	go func() {

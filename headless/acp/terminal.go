@@ -46,7 +46,9 @@ func (t *terminals) Run(ctx context.Context, req tools.TerminalRequest) (tools.T
 	t.updates.terminal(req.CallID, tid)
 	after, stop := context.WithTimeout(context.WithoutCancel(ctx), req.Timeout+terminalWrapUp)
 	defer stop()
-	defer func() { _, _ = t.conn.ReleaseTerminal(after, sdk.ReleaseTerminalRequest{SessionId: t.id, TerminalId: tid}) }()
+	defer func() {
+		_, _ = t.conn.ReleaseTerminal(after, sdk.ReleaseTerminalRequest{SessionId: t.id, TerminalId: tid})
+	}()
 	wctx, cancel := context.WithTimeout(ctx, req.Timeout)
 	defer cancel()
 	var res tools.TerminalResult
