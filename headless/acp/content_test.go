@@ -84,7 +84,7 @@ func TestStopReason(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			u := newUpdates(nil, "s", "/", nil)
+			u := newUpdates(nil, "s", "/", nil) // stopReason sends nothing
 			u.stop = tt.lastStop
 			resp, err := u.stopReason(tt.r, tt.cancelled)
 			if tt.want == "" {

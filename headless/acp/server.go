@@ -8,9 +8,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	sdk "github.com/coder/acp-go-sdk"
@@ -56,6 +58,11 @@ func Serve(ctx context.Context, cfg Config) error {
 	}
 	ctx, stopSignals := headless.WithSignals(ctx)
 	defer stopSignals()
+	// A client that closes its end of stdout must not kill the process (SIGPIPE) before
+	// its sessions have saved their state: a write there fails instead.
+	pipe := make(chan os.Signal, 1)
+	signal.Notify(pipe, syscall.SIGPIPE)
+	defer signal.Stop(pipe)
 	srv := &server{cfg: cfg, sessions: map[sdk.SessionId]*session{}, ready: make(chan struct{})}
 	srv.ctx, srv.stop = context.WithCancelCause(ctx)
 	defer srv.stop(nil)

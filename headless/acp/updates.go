@@ -18,6 +18,8 @@ import (
 type client interface {
 	// SessionUpdate sends one session/update notification; safe for concurrent use.
 	SessionUpdate(ctx context.Context, n sdk.SessionNotification) error
+	// Done is closed once the client has gone (it closed stoke's stdin).
+	Done() <-chan struct{}
 }
 
 // updates turns a session's events into session/update notifications: it is the
@@ -53,8 +55,14 @@ func newUpdates(conn client, id sdk.SessionId, cwd string, finished func(*stream
 		settling: map[sdk.ToolCallId]*streamjson.TaskNotification{}}
 }
 
-// send sends one update (a connection that has ended drops it: the client is gone).
+// send sends one update; once the client has gone, nothing is written (the sessions
+// still finish: their background agents, their state).
 func (u *updates) send(up sdk.SessionUpdate) {
+	select {
+	case <-u.conn.Done():
+		return
+	default:
+	}
 	_ = u.conn.SessionUpdate(context.Background(), sdk.SessionNotification{SessionId: u.id, Update: up})
 }
 
