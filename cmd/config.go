@@ -58,6 +58,7 @@ type Config struct {
 	ForkSession    bool          `mapstructure:"fork-session"`
 	Bare           bool          `mapstructure:"bare"`
 	TrustProject   bool          `mapstructure:"trust-project"`
+	ACP            bool          `mapstructure:"acp"`
 
 	// Structured settings-file values, merged entry by entry across files (never through
 	// viper, whose key paths would split model names like gpt-4.1 at the dot).
@@ -192,6 +193,7 @@ func settings() []setting {
 		{key: "wait-for-session", kind: kindDuration, flag: true, perRun: true},
 		{key: "bare", kind: kindBool, flag: true, perRun: true},
 		{key: "trust-project", kind: kindBool, flag: true, perRun: true},
+		{key: "acp", kind: kindBool, flag: true, perRun: true},
 		{key: "verbose", kind: kindBool, flag: true, def: false, scope: scopeAny},
 		{key: "debug", kind: kindBool, flag: true, def: false, scope: scopeAny},
 		{key: "log-level", kind: kindString, scope: scopeAny},

@@ -198,6 +198,7 @@ trusted (--trust-project, or trusted-projects in $STOKE_HOME/settings.yaml).`,
 	})
 
 	addRunFlags(cmd.Flags())
+	addACPFlags(cmd.Flags())
 	addMCPFlags(cmd.Flags())
 	addRecordFlags(cmd.Flags())
 	addClaudeFlags(cmd.Flags())

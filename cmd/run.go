@@ -60,8 +60,14 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, args []strin
 		logger.Warn("scenario ignored: it is used only by the scripted provider", "provider", cfg.Provider, "scenario", cfg.Scenario)
 	}
 
-	prompt, stdin, err := readPrompt(ctx, cfg, deps, logger)
-	if err != nil {
+	serving := acpMode(flags, cfg)
+	var prompt string
+	var stdin io.Reader
+	if serving {
+		if err := checkACP(cfg); err != nil {
+			return err
+		}
+	} else if prompt, stdin, err = readPrompt(ctx, cfg, deps, logger); err != nil {
 		return err
 	}
 	model, cas, err := openModel(flags, deps, cfg, cwd, logger, func() (llm.Model, error) { // --record, --replay (record.go)
@@ -129,6 +135,9 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, args []strin
 	opts.Tracer = tracer
 	defer attachProgress(prog, deps, &opts)()
 	logger.Debug("starting run", "session_id", sessionID, "cwd", cwd, "home", home, "config", cfg)
+	if serving {
+		runF = serveACP(deps, flags, home, logger)
+	}
 	return cas.run(ctx, opts, runF)
 }
 

@@ -92,7 +92,7 @@ func (p *Parts) stream() {
 	if o.OutputFormat == OutputStreamJSON {
 		evOut = o.Stdout
 	}
-	p.events = &events{enc: streamjson.NewEncoder(evOut, p.id, nil), out: streamjson.NewEncoder(o.Stdout, p.id, nil),
+	p.events = &events{sink: o.Sink, enc: streamjson.NewEncoder(evOut, p.id, nil), out: streamjson.NewEncoder(o.Stdout, p.id, nil),
 		observe: o.Observe, logger: o.Logger}
 	window := o.NotifyWindow
 	if window == 0 {
@@ -177,6 +177,9 @@ func (p *Parts) registry(ctx context.Context, cat catalog.Catalog) {
 	if p.host != nil {
 		lifecycle = agents.Lifecycles(lifecycle, p.host)
 	}
+	if o.Lifecycle != nil {
+		lifecycle = agents.Lifecycles(lifecycle, o.Lifecycle)
+	}
 	var taskStore agents.TaskStore
 	if p.opened.sess != nil {
 		taskStore = p.opened.sess
@@ -203,6 +206,7 @@ func (p *Parts) registry(ctx context.Context, cat catalog.Catalog) {
 		Lifecycle:        lifecycle,
 		Logger:           o.Logger,
 		NewID:            o.NewTaskID,
+		OnDispose:        o.OnDispose,
 	})
 	p.mb.active = p.reg.Unsettled
 }
@@ -267,6 +271,9 @@ func (p *Parts) parentRuntime() {
 		History:   p.opened.history,
 		StopHook:  parentStopHook(o, p.id),
 		Tracer:    o.Tracer,
+	}
+	if ms, ok := o.Sink.(ModelSink); ok {
+		cfg.OnModelEvent = ms.ParentModelEvent
 	}
 	if p.host != nil {
 		cfg = p.host.Parent(cfg)
@@ -335,3 +342,26 @@ func (p *Parts) release() {
 	}
 	_ = p.opened.lock.Unlock()
 }
+
+// ID returns the session's id: Options.SessionID, or the resumed session's.
+func (p *Parts) ID() string { return p.id }
+
+// History returns the parent's conversation: as the session was opened (a resume's
+// history), or as its turns have made it. Call it only while no turn runs (an
+// interactive session between its inputs); the caller must not modify it.
+func (p *Parts) History() []llm.Message {
+	if chat := p.parent.Chat(); chat != nil {
+		return chat.Messages()
+	}
+	return p.opened.history
+}
+
+// ReleaseResidents disposes the resident runtimes of the session's tasks that are not
+// running (agents.Registry.ReleaseResidents): their rows stay, and the next send_message
+// revives them from their transcripts. It returns how many it released. Safe for
+// concurrent use.
+func (p *Parts) ReleaseResidents() int { return p.reg.ReleaseResidents() }
+
+// CancelAgents cancels the session's running and queued background turns with cause
+// (their partial findings kept); it does not wait. Safe for concurrent use.
+func (p *Parts) CancelAgents(cause error) { p.reg.CancelAll(cause) }

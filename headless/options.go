@@ -142,6 +142,32 @@ type Options struct {
 	Observe func(streamjson.Event)
 	// SDK holds the Claude Code options a Claude Agent SDK host passes.
 	SDK sdkhost.Options
+	// Interactive makes the session a person's, driven turn by turn by an entry point that
+	// feeds Serve (the ACP server): the parent takes a turn only for an Input, and each
+	// gets its result event; notifications that arrive while the parent is idle are held
+	// for the next Input and come before it (their task_notification events are emitted
+	// at once, as ever); a turn that reaches --max-turns or whose model fails ends with
+	// its result and the session goes on; an Input's Cancel ends its turn alone.
+	Interactive bool
+	// Sink, when set, receives every event in place of Stdout; with OutputStreamJSON the
+	// result events too (Sink, ModelSink).
+	Sink Sink
+	// Approvals, when set (and no SDK host decides), decides the tool calls the approval
+	// mode does not allow by itself instead of refusing them.
+	Approvals Approvals
+	// Files, when set, is where the file tools of the session's workspace read and write
+	// (an editor's buffers; tools.Files).
+	Files tools.Files
+	// Terminal, when set, is where the shell tool of the session's workspace runs its
+	// commands (an editor's terminals; tools.Terminal).
+	Terminal tools.Terminal
+	// OnDispose is called once per runtime a task gives up (tests:
+	// agents.RegistryConfig.OnDispose).
+	OnDispose func(agents.TaskID)
+	// Lifecycle, when set, hears of the subagents' turns too (after the session's own
+	// listeners): an entry point that shows a background turn as settled once its
+	// notification waits for the parent (TurnSettled).
+	Lifecycle agents.Lifecycle
 	// NewTaskID names each launched task; nil gives random ids. A replay (--replay) gives
 	// each launch the id it had in the recording.
 	NewTaskID func(agents.LaunchRequest) agents.TaskID

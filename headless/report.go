@@ -38,7 +38,7 @@ func (s *session) writeReport(runErr error) error {
 	if s.opts.Report == "" {
 		return runErr
 	}
-	err := s.report()
+	err := s.renderReport()
 	if err == nil {
 		return runErr
 	}
@@ -49,7 +49,7 @@ func (s *session) writeReport(runErr error) error {
 	return fmt.Errorf("%w: --report: %w", ErrRunFailed, err)
 }
 
-func (s *session) report() error {
+func (s *session) renderReport() error {
 	if s.opened.sess == nil {
 		return fmt.Errorf("no session is stored (--no-session-persistence), so there is nothing to report")
 	}
