@@ -107,8 +107,6 @@ type session struct {
 	*Parts
 	// reminder is added once to the next ordinary user prompt (Parts.reminder).
 	reminder []llm.Block
-	// lastWorkspace is the workspace as the previous parent turn left it.
-	lastWorkspace *workspaceState
 
 	// per-run accounting of the parent
 	parentTurns int // prompts and notification turns, for trace spans
