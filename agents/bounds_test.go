@@ -162,6 +162,57 @@ func TestBranchSwitchRevivesTheNextContinuation(t *testing.T) {
 	}
 }
 
+// A branch switch in the finishing window — turn 1 has committed its completion and is
+// still finishing on its runtime (here: held in the sync that makes the completion
+// durable) — makes the continuation revive too: turn 1 gives up that runtime as it
+// finishes, and turn 2 runs on a new one.
+func TestBranchSwitchInTheFinishingWindow(t *testing.T) {
+	t.Parallel()
+	var head atomic.Value
+	head.Store("ref: refs/heads/main")
+	hs := &holdStore{held: make(chan struct{}), hold: make(chan struct{})}
+	h := newHarness(t, replyText("ok"), func(c *RegistryConfig) {
+		c.Head = func() string { return head.Load().(string) }
+		hs.TaskStore = c.Store
+		c.Store = hs
+	})
+	id := h.launchBG("first")
+	<-hs.held // turn 1 committed, not finished
+	if row, _ := h.reg.Get(id); row.Status != StatusCompleted {
+		t.Fatalf("row in the window = %+v", row)
+	}
+	head.Store("ref: refs/heads/feature")
+	if res := h.send(id, "second"); res.Continuation != streamjson.ContinuationRevived {
+		t.Fatalf("continuation after a switch in the finishing window = %s, want revived", res.Continuation)
+	}
+	close(hs.hold)
+	if row := h.collect(id); row.Status != StatusCompleted || row.Turn != 2 {
+		t.Fatalf("row = %+v", row)
+	}
+	if n, d := h.runtimeCount(), h.disposals(id); n != 2 || d != 1 || !disposed(h.runtime(0)) {
+		t.Fatalf("%d runtimes, %d disposals: turn 2 must run on a new runtime, the old one closed", n, d)
+	}
+	if !h.reg.Resident(id) {
+		t.Fatal("the revived runtime is not resident")
+	}
+}
+
+// holdStore holds the first SyncSidecars (the boundary of the first turn to end) until
+// hold is closed, saying so on held.
+type holdStore struct {
+	TaskStore
+	held, hold chan struct{}
+	once       sync.Once
+}
+
+func (s *holdStore) SyncSidecars() error {
+	s.once.Do(func() {
+		s.held <- struct{}{}
+		<-s.hold
+	})
+	return s.TaskStore.SyncSidecars()
+}
+
 // The default head is the git HEAD of the working directory: a real git checkout -b is
 // seen.
 func TestBranchSwitchInARepository(t *testing.T) {

@@ -43,6 +43,7 @@ type controller struct {
 	rt    *runtime.Runtime
 	tr    *store.Transcript
 	head  string             // what the working directory had checked out when rt was made
+	stale bool               // rt was made before a branch switch: the turn finishing on it gives it up
 	wt    *worktree.Worktree // the isolated worktree of the current turn (a fresh launch of an isolated type)
 	// resident: the runtime may stay between turns (a background launch of a type that
 	// allows it). lives counts the runtimes (or attempts to make one: a launch, a
@@ -176,10 +177,16 @@ func (c *controller) continueTurn(now time.Time, message, toolUseID, head string
 	defer c.mu.Unlock()
 	var rel released
 	if c.rt != nil && !c.closed && c.head != head {
-		rel = c.takeRuntimeLocked()
+		// Made before a branch switch: given up now, or, while the turn that ran on it is
+		// still finishing (the finishing window), by that turn's finish.
+		if c.cur == nil {
+			rel = c.takeRuntimeLocked()
+		} else {
+			c.stale = true
+		}
 	}
 	kind := streamjson.ContinuationResident
-	if !c.resident || c.rt == nil || c.closed {
+	if !c.resident || c.rt == nil || c.closed || c.stale {
 		// A revived task starts a new life, resident from now on if its type allows
 		// (a foreground launch's task too).
 		kind = streamjson.ContinuationRevived
@@ -299,7 +306,7 @@ func (c *controller) takeRuntimeLocked() released {
 	if r.live {
 		c.lives--
 	}
-	c.rt, c.tr = nil, nil
+	c.rt, c.tr, c.stale = nil, nil, false
 	return r
 }
 

@@ -264,7 +264,7 @@ func (c *controller) finish(t turn, res runtime.TurnResult) {
 	c.mu.Lock()
 	var row Row
 	completed := c.cur != nil && c.cur.committed && res.Reason == runtime.ReasonCompleted
-	keep := completed && c.cur.resident && !c.closed
+	keep := completed && c.cur.resident && !c.closed && !c.stale
 	if completed {
 		row = c.cur.row
 		row.LastOutcome.Usage, row.LastOutcome.Worktree, row.LastOutcome.KeptWorktree = usage, worktree, kept
