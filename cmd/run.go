@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/stoke-cli/stoke/agents"
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/llm/price"
 	"github.com/stoke-cli/stoke/headless"
@@ -110,7 +111,8 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, args []strin
 		Version:          deps.Version,
 		MaxBackground:    cfg.MaxBackground,
 		MaxForeground:    cfg.MaxForeground,
-		MaxQueued:        cfg.MaxQueued,
+		MaxQueued:        maxQueued(cfg.MaxQueued),
+		MaxRetained:      cfg.MaxRetained,
 		BackgroundAgents: !cfg.NoBackgroundAgents,
 		Bare:             cfg.Bare,
 		TrustProject:     cfg.Trusted,
@@ -139,6 +141,14 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, args []strin
 		runF = serveACP(deps, flags, home, logger)
 	}
 	return cas.run(ctx, opts, runF)
+}
+
+// maxQueued is the registry's spelling of --max-queued: 0 is no queue.
+func maxQueued(n int) int {
+	if n == 0 {
+		return agents.NoQueue
+	}
+	return n
 }
 
 // sdkFlags reports whether the flags ask for SDK mode: stream-json on stdin and stdout.

@@ -357,10 +357,10 @@ func (p *Parts) History() []llm.Message {
 }
 
 // ReleaseResidents disposes the resident runtimes of the session's tasks that are not
-// running (agents.Registry.ReleaseResidents): their rows stay, and the next send_message
-// revives them from their transcripts. It returns how many it released. Safe for
-// concurrent use.
-func (p *Parts) ReleaseResidents() int { return p.reg.ReleaseResidents() }
+// running (agents.Registry.ReleaseResidents), for reason (logged): their rows stay, and
+// the next send_message revives them from their transcripts. It returns how many it
+// released. Safe for concurrent use.
+func (p *Parts) ReleaseResidents(reason string) int { return p.reg.ReleaseResidents(reason) }
 
 // CancelAgents cancels the session's running and queued background turns with cause
 // (their partial findings kept); it does not wait. Safe for concurrent use.

@@ -103,7 +103,8 @@ type Options struct {
 	// MaxBackground caps running background agents per parent (0:
 	// agents.DefaultMaxBackground).
 	MaxBackground int
-	// MaxQueued caps background launches waiting for a slot (0: agents.DefaultMaxQueued).
+	// MaxQueued caps background launches waiting for a slot (0: agents.DefaultMaxQueued;
+	// agents.NoQueue: none waits, a launch over MaxBackground fails at once).
 	MaxQueued int
 	// MaxForeground caps foreground agents running at once (0:
 	// agents.DefaultMaxForeground).

@@ -110,8 +110,6 @@ type session struct {
 	reminder []llm.Block
 	// cancelTurn is the running input's Cancel (nil when it has none).
 	cancelTurn <-chan struct{}
-	// lastWorkspace is the workspace as the previous parent turn left it.
-	lastWorkspace *workspaceState
 
 	// per-run accounting of the parent
 	parentTurns int // prompts and notification turns, for trace spans

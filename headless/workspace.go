@@ -15,7 +15,6 @@ import (
 	"github.com/stoke-cli/stoke/agents/mcp"
 	"github.com/stoke-cli/stoke/agents/permission"
 	"github.com/stoke-cli/stoke/agents/tools"
-	"github.com/stoke-cli/stoke/agents/worktree"
 	"github.com/stoke-cli/stoke/headless/sdkhost"
 	"github.com/stoke-cli/stoke/streamjson"
 )
@@ -262,26 +261,11 @@ func hookRunner(o Options) *hooks.Runner {
 	return &hooks.Runner{Dir: o.CWD, Logger: o.Logger, Secrets: o.Secrets}
 }
 
-// workspaceState is what, when it changes between parent turns, releases resident
-// runtimes: the working directory and the checked-out git ref.
-type workspaceState struct{ cwd, head string }
-
-func currentWorkspace(cwd string) workspaceState {
-	return workspaceState{cwd: cwd, head: worktree.GitHead(cwd)}
-}
-
-// checkWorkspace releases resident runtimes when the workspace changed since the last
-// parent turn (e.g. a shell tool ran git checkout): their rows stay completed and a later
-// send_message revives them on the new workspace.
-func (s *session) checkWorkspace() {
-	now := currentWorkspace(s.opts.CWD)
-	if s.lastWorkspace != nil && *s.lastWorkspace != now {
-		if n := s.reg.ReleaseResidents(); n > 0 {
-			s.opts.Logger.Info("workspace changed: released resident agents", "count", n, "head", now.head)
-		}
-	}
-	s.lastWorkspace = &now
-}
+// checkWorkspace releases resident runtimes made before a branch switch (e.g. a shell
+// tool ran git checkout): their rows stay completed and a later send_message revives
+// them on the new branch. The registry makes the same check before each continuation;
+// this, at each parent turn, frees the others early.
+func (s *session) checkWorkspace() { s.reg.CheckWorkspace() }
 
 // parentStopHook runs the settings' Stop hooks when the parent is about to stop; a hook
 // that blocks makes it go on with the hook's reason as the next instruction.

@@ -170,7 +170,7 @@ func (srv *server) resume(id sdk.SessionId, cwd string, servers []sdk.McpServer)
 	}
 	if s := srv.session(id); s != nil {
 		if filepath.Clean(cwd) != filepath.Clean(s.cwd) {
-			n := s.parts.ReleaseResidents()
+			n := s.parts.ReleaseResidents("the session was loaded under another working directory")
 			srv.cfg.Logger.Info("session loaded under another working directory: resident agents released; the session stays bound to its own",
 				"session_id", id, "cwd", cwd, "bound_to", s.cwd, "released", n)
 		}
