@@ -2,6 +2,8 @@ package agents
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -40,6 +42,8 @@ type controller struct {
 	queue []llm.Message // send_message input waiting for the running turn
 	rt    *runtime.Runtime
 	tr    *store.Transcript
+	head  string             // what the working directory had checked out when rt was made
+	stale bool               // rt was made before a branch switch: the turn finishing on it gives it up
 	wt    *worktree.Worktree // the isolated worktree of the current turn (a fresh launch of an isolated type)
 	// resident: the runtime may stay between turns (a background launch of a type that
 	// allows it). lives counts the runtimes (or attempts to make one: a launch, a
@@ -53,6 +57,9 @@ type controller struct {
 	stopRequested bool
 	stopCause     error      // why the latest turn was stopped: ErrStopped (task_stop) or the run's end
 	cur           *turnState // the turn running (nil between turns)
+	// undelivered counts the notifications pushed (RegistryConfig.Notify) that the parent
+	// has not been handed yet (Notification.Delivered): the row is kept from pruning.
+	undelivered int
 	// done is closed when the latest turn has settled (outcome recorded, notification
 	// delivered); a row with no turn running or finishing has it closed. last is closed
 	// when the latest scheduled turn has fully finished (nil: none yet).
@@ -70,7 +77,8 @@ type turnState struct {
 	toolUseID    string
 	background   bool
 	start        time.Time
-	resident     bool // the runtime may stay after this turn
+	queued       time.Time // when a turn that waited for its slot was scheduled (zero: it did not wait)
+	resident     bool      // the runtime may stay after this turn
 	committed    bool
 	row          Row // the row as committed at completion
 }
@@ -160,23 +168,44 @@ func (c *controller) schedule(parent context.Context, t turn) (context.Context, 
 
 // continueTurn moves a completed or paused row into its next turn (queued: waiting for a
 // slot), with message as the instruction, and returns the turn and how it continues: on
-// the resident runtime, or revived from the transcript. Call under the registry's lock,
-// after continuable.
-func (c *controller) continueTurn(now time.Time, message, toolUseID string, queued bool) (turn, streamjson.Continuation) {
+// the resident runtime, revived from the transcript, or fresh (a launch that never
+// started: its prompt, then message). A resident runtime made under another head than
+// head (what the working directory has checked out now: a branch switch since) is given
+// up and returned, to dispose outside the locks, and the turn revives. Call under the
+// registry's lock, after continuable.
+func (c *controller) continueTurn(now time.Time, message, toolUseID, head string, queued bool) (turn, streamjson.Continuation, released) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	var rel released
+	if c.rt != nil && !c.closed && c.head != head {
+		// Made before a branch switch: given up now, or, while the turn that ran on it is
+		// still finishing (the finishing window), by that turn's finish.
+		if c.cur == nil {
+			rel = c.takeRuntimeLocked()
+		} else {
+			c.stale = true
+		}
+	}
 	kind := streamjson.ContinuationResident
-	if !c.resident || c.rt == nil || c.closed {
+	if !c.resident || c.rt == nil || c.closed || c.stale {
 		// A revived task starts a new life, resident from now on if its type allows
 		// (a foreground launch's task too).
 		kind = streamjson.ContinuationRevived
 		c.lives++
 		c.resident = c.def.Resident()
 	}
-	c.row.continueTurn(now, toolUseID, queued)
+	instruction := message
+	if c.row.neverStarted() {
+		// Its turn never ran: it runs now, the instruction it was queued with first.
+		instruction = strings.Join(slices.DeleteFunc([]string{c.row.Pending, message}, func(s string) bool { return s == "" }), "\n\n")
+		if c.row.Turn <= 1 {
+			kind = streamjson.ContinuationFresh
+		}
+	}
+	c.row.continueTurn(now, toolUseID, instruction, queued)
 	c.done = make(chan struct{})
-	msg := llm.UserText(message)
-	return turn{n: c.row.Turn, instruction: message, msg: &msg, toolUseID: toolUseID, continuation: kind, background: true}, kind
+	msg := llm.UserText(instruction)
+	return turn{n: c.row.Turn, instruction: instruction, msg: &msg, toolUseID: toolUseID, continuation: kind, background: true}, kind, rel
 }
 
 // failLaunch records a launch that failed before its first turn ran, and disposes it.
@@ -204,6 +233,13 @@ func (c *controller) stop(cause error) {
 	}
 }
 
+// stopping reports whether the latest turn was stopped (task_stop, CancelAll).
+func (c *controller) stopping() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stopRequested
+}
+
 // close disposes the controller for good (shutdown, pruning): a turn still running is
 // cancelled and releases the runtime when it ends; an idle runtime is released now.
 // Idempotent.
@@ -226,15 +262,36 @@ func (c *controller) close() {
 
 // releaseIdle gives up the resident runtime of a task with no turn running or waiting
 // for its slot (a queued launch has no history yet to revive from, and a queued
-// continuation was told it runs resident); the row stays and its next turn revives. It
-// reports whether there was one.
-func (c *controller) releaseIdle() (released, bool) {
+// continuation was told it runs resident), when stale says the head it was made under
+// is out of date; the row stays and its next turn revives. It reports whether there was
+// one.
+func (c *controller) releaseIdle(stale func(head string) bool) (released, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.row.Status.Active() || c.cur != nil || c.rt == nil || c.closed {
+	if c.row.Status.Active() || c.cur != nil || c.rt == nil || c.closed || !stale(c.head) {
 		return released{}, false
 	}
 	return c.takeRuntimeLocked(), true
+}
+
+// retention returns the row, whether it counts against MaxRetained (settled: no turn
+// running or queued, and not paused — a paused row holds work the end of a run
+// interrupted), and whether pruning may drop it: its latest notification is pushed and
+// the parent has been handed it.
+func (c *controller) retention() (row Row, counted, evictable bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	counted = c.row.Status.Terminal() && c.row.Status != StatusPaused
+	return c.row, counted, counted && c.row.Notified && c.undelivered == 0
+}
+
+// delivered records that the parent has been handed one of the task's notifications.
+func (c *controller) delivered() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.undelivered > 0 {
+		c.undelivered--
+	}
 }
 
 // released is a runtime and transcript taken from a controller, to close outside its lock.
@@ -250,7 +307,7 @@ func (c *controller) takeRuntimeLocked() released {
 	if r.live {
 		c.lives--
 	}
-	c.rt, c.tr = nil, nil
+	c.rt, c.tr, c.stale = nil, nil, false
 	return r
 }
 

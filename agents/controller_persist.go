@@ -31,6 +31,9 @@ func (boundarySynced) Sync() error { return nil }
 // the row as its sidecar holds it (the durable copy of the sidecar). Call with c.mu held.
 func (c *controller) turnRecordLocked(n int, summary string) store.Record {
 	rec := store.Record{Type: store.RecordTurn, Turn: n, Status: string(c.row.Status), Summary: summary}
+	if cur := c.cur; cur != nil && cur.n == n { // how the turn ran, for reports
+		rec.Start, rec.Queued, rec.Continuation = cur.start.UTC(), cur.queued.UTC(), string(cur.continuation)
+	}
 	if st := c.env.cfg.Store; st != nil {
 		if data, err := EncodeSidecar(Sidecar{Row: c.row, CWD: c.env.cfg.CWD, Isolation: c.def.Isolation}, st.Rel); err == nil {
 			rec.Row = data

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/stoke-cli/stoke/agents/catalog"
@@ -36,6 +37,7 @@ func (c *controller) prepare(ctx context.Context) error {
 	if wt != nil {
 		root = wt.Path
 	}
+	head := c.env.head()
 	rt := c.newRuntime(tr, nil, root)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -44,22 +46,8 @@ func (c *controller) prepare(ctx context.Context) error {
 		closeTranscript(tr)
 		return ErrShutdown
 	}
-	c.rt, c.tr, c.wt = rt, tr, wt
+	c.rt, c.tr, c.wt, c.head = rt, tr, wt, head
 	return nil
-}
-
-func (c *controller) newWorktree(ctx context.Context) (*worktree.Worktree, error) {
-	var dir string
-	var err error
-	if st := c.env.cfg.Store; st != nil {
-		dir, err = st.WorktreeDir()
-	} else {
-		dir, err = store.TempWorktreeDir()
-	}
-	if err != nil {
-		return nil, err
-	}
-	return worktree.New(ctx, c.env.cfg.CWD, dir, string(c.id), 1)
 }
 
 // runTurn runs one turn to its end: its slot (a queued turn waits for it), task_started,
@@ -70,6 +58,7 @@ func (c *controller) runTurn(ctx context.Context, t turn) {
 	defer close(t.finished)
 	defer t.cancel(nil)
 	defer t.slots.release(t.ticket)
+	scheduled := c.env.cfg.Now()
 	if t.prev != nil {
 		<-t.prev
 	}
@@ -85,6 +74,9 @@ func (c *controller) runTurn(ctx context.Context, t turn) {
 		}
 		c.cur = &turnState{n: t.n, continuation: t.continuation, toolUseID: t.toolUseID, background: t.background,
 			start: c.env.cfg.Now(), resident: c.resident}
+		if c.row.Status == StatusQueued || started {
+			c.cur.queued = scheduled
+		}
 		row = c.row
 		info = c.turnInfoLocked()
 		c.mu.Unlock()
@@ -138,7 +130,8 @@ func (c *controller) execute(ctx context.Context, t turn, extra string) (runtime
 	c.mu.Unlock()
 	if rt == nil {
 		var err error
-		if rt, tr, err = c.revive(); err != nil {
+		// A launch whose first turn never ran has no history: it starts fresh.
+		if rt, tr, err = c.revive(t.continuation == streamjson.ContinuationFresh); err != nil {
 			return runtime.TurnResult{}, err
 		}
 	}
@@ -278,16 +271,16 @@ func (c *controller) Settle(final string) []llm.Message {
 func (c *controller) finish(t turn, res runtime.TurnResult) {
 	cfg := c.env.cfg
 	usage := streamjson.TaskUsage{TotalTokens: res.Stats.Usage.Total(), ToolUses: res.Stats.ToolUses, DurationMS: res.Stats.Duration.Milliseconds()}
-	worktree := c.finalizeWorktree()
+	worktree, kept := c.finalizeWorktree()
 	c.mu.Lock()
 	var row Row
 	completed := c.cur != nil && c.cur.committed && res.Reason == runtime.ReasonCompleted
-	keep := completed && c.cur.resident && !c.closed
+	keep := completed && c.cur.resident && !c.closed && !c.stale
 	if completed {
 		row = c.cur.row
-		row.LastOutcome.Usage, row.LastOutcome.Worktree = usage, worktree
+		row.LastOutcome.Usage, row.LastOutcome.Worktree, row.LastOutcome.KeptWorktree = usage, worktree, kept
 		if c.row.Turn == t.n {
-			c.row.LastOutcome.Usage, c.row.LastOutcome.Worktree = usage, worktree
+			c.row.LastOutcome.Usage, c.row.LastOutcome.Worktree, c.row.LastOutcome.KeptWorktree = usage, worktree, kept
 		}
 	} else {
 		// No later turn can have been scheduled: that needs a completed row.
@@ -295,7 +288,7 @@ func (c *controller) finish(t turn, res runtime.TurnResult) {
 		if res.Err != nil {
 			errText = res.Err.Error()
 		}
-		c.row.end(cfg.Now().UTC(), c.endStatusLocked(res), Outcome{Text: res.FinalText, Reason: res.Reason, Error: errText, Usage: usage, Worktree: worktree, Undelivered: len(c.queue)})
+		c.row.end(cfg.Now().UTC(), c.endStatusLocked(res), Outcome{Text: res.FinalText, Reason: res.Reason, Error: errText, Usage: usage, Worktree: worktree, KeptWorktree: kept, Undelivered: len(c.queue)})
 		if errors.Is(res.Err, ErrNotContinuable) {
 			c.row.BlockedReason = errText // a revival found nothing it may continue from
 		}
@@ -314,6 +307,9 @@ func (c *controller) finish(t turn, res runtime.TurnResult) {
 	if !keep {
 		rel = c.takeRuntimeLocked()
 	}
+	if t.background {
+		c.undelivered++ // until the parent is handed the notification below
+	}
 	c.mu.Unlock()
 
 	if !completed {
@@ -325,7 +321,7 @@ func (c *controller) finish(t turn, res runtime.TurnResult) {
 	n := taskNotification(row, t)
 	cfg.Emit(n)
 	if t.background {
-		cfg.Notify(Notification{Row: row, ToolUseID: t.toolUseID, Status: n.Status})
+		cfg.Notify(Notification{Row: row, ToolUseID: t.toolUseID, Status: n.Status, ack: sync.OnceFunc(c.delivered)})
 	}
 	c.mu.Lock()
 	if c.row.Turn == t.n {
@@ -335,6 +331,7 @@ func (c *controller) finish(t turn, res runtime.TurnResult) {
 	info := c.turnInfoLocked()
 	info.Turn, info.Continuation, info.Background, info.ToolUseID = t.n, t.continuation, t.background, t.toolUseID
 	c.mu.Unlock()
+	c.persist() // the sidecar as the turn left it: its usage, its notification pushed
 	// The rows this settlement pushes over MaxRetained are disposed, and the lifecycle has
 	// heard of it, before the turn counts as settled: whoever waits for it (Collect, Wait)
 	// sees the registry as it will stay.
@@ -344,38 +341,18 @@ func (c *controller) finish(t turn, res runtime.TurnResult) {
 }
 
 // endStatusLocked is the status of a turn that did not complete: cancelled when the
-// parent stopped it (task_stop), or when a queued launch is stopped before it ever ran
-// (there is no history to continue); paused when anything else cut it short (the end of
-// the run: a signal, --timeout, --background-on-exit cancel, shutdown); failed on an
-// error. Call with c.mu held.
+// parent stopped it (task_stop), running or queued; paused when anything else cut it
+// short (the end of the run: a signal, --timeout, --background-on-exit cancel, shutdown)
+// — a turn still queued then keeps its instruction (Row.Pending) for the next; failed on
+// an error. Call with c.mu held.
 func (c *controller) endStatusLocked(res runtime.TurnResult) Status {
 	interrupted := res.Reason == runtime.ReasonCancelled || c.stopRequested || errors.Is(res.Err, context.Canceled)
 	switch {
 	case !interrupted:
 		return StatusFailed
-	case errors.Is(c.stopCause, ErrStopped), c.row.Status == StatusQueued && c.row.Turn <= 1:
+	case errors.Is(c.stopCause, ErrStopped):
 		return StatusCancelled
 	default:
 		return StatusPaused
 	}
-}
-
-// finalizeWorktree ends the isolated worktree of the turn that just ran, if it had one, and
-// says what became of it.
-func (c *controller) finalizeWorktree() string {
-	c.mu.Lock()
-	wt := c.wt
-	c.wt = nil
-	c.mu.Unlock()
-	if wt == nil {
-		return ""
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	note, err := wt.Finalize(ctx)
-	if err != nil {
-		c.env.cfg.Logger.Warn("finalize worktree", "task_id", c.id, "path", wt.Path, "err", err)
-		return fmt.Sprintf("The worktree at %s could not be finalized: %v", wt.Path, err)
-	}
-	return note
 }

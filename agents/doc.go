@@ -11,8 +11,9 @@
 //
 // # Map
 //
-//	registry.go      Registry: the index of tasks, Launch Send Collect Stop Wait CancelAll
-//	                 Shutdown Reset
+//	registry.go      Registry: the index of tasks, Launch Send Stop Wait CancelAll Shutdown
+//	                 Reset
+//	collect.go       Collect: a task's recorded outcome, and what a collect cut short returns
 //	slots.go         the caps: slots of foreground and background turns, the FIFO queue of
 //	                 turns waiting for one
 //	config.go        RegistryConfig, its defaults, and TaskStore (what the registry stores with)
@@ -22,12 +23,14 @@
 //	controller_turn.go     a turn: run (under its type's time limit), settle, finish
 //	controller_persist.go  the task's transcript records and sidecar writes
 //	controller_revive.go   the runtime revived from the transcript
+//	controller_worktree.go the git worktree of an isolated turn, made and finalized
 //	runner.go        turnRunner: where a turn runs (localRunner: this process)
 //	env.go           what the controllers of one registry share
 //	lifecycle.go     Lifecycle: every subagent turn, told to the command hooks
 //	                 (CommandHooks), an SDK host and the run loop alike
 //	notification.go  task_started, task_notification, the <task-notification> text
 //	retention.go     pruning settled rows (MaxRetained), releasing resident runtimes
+//	                 (ReleaseResidents, CheckWorkspace: a branch switch)
 //	roster.go        LoadRoster and Restore: the tasks a resumed session brings back
 //	sidecar.go       Sidecar: the schema of a task's sidecar (the store keeps the file)
 //	tasktools.go     the task tools over a Registry and their call order (TaskToolOrder);

@@ -220,30 +220,60 @@ func TestQueuedTasksStopSendCancel(t *testing.T) {
 	}
 }
 
-// Issue 12: CancelAll (signals, --background-on-exit cancel) ends queued turns cancelled,
-// without a model call, each with its notification.
-func TestCancelAllCancelsTheQueue(t *testing.T) {
+// Issues 12 and 23: CancelAll (signals, --timeout, --background-on-exit cancel) ends
+// queued turns without a model call, each with its notification; nothing promised is
+// dropped: each is paused, its instruction kept, and a send_message runs it (a launch
+// fresh, as its turn 1: its prompt first, then the message).
+func TestCancelAllKeepsTheQueue(t *testing.T) {
 	t.Parallel()
 	g := newGate("", "held")
-	h := newHarness(t, g.gen, func(c *RegistryConfig) { c.MaxBackground = 1 })
+	h := newHarness(t, func(ctx context.Context, req llm.Request, yield func(llm.Event, error) bool) {
+		if last := req.Messages[len(req.Messages)-1].Text(); strings.HasPrefix(last, "later") {
+			answer(yield, "did: "+last)
+			return
+		}
+		g.gen(ctx, req, yield)
+	}, func(c *RegistryConfig) { c.MaxBackground = 1 })
 	h.launchBG("hold")
 	g.wait(t)
 	var queued []TaskID
-	for range 5 {
-		queued = append(queued, h.launchBG("later"))
+	for i := range 5 {
+		queued = append(queued, h.launchBG(fmt.Sprintf("later %d", i)))
+	}
+	if row, _ := h.reg.Get(queued[0]); row.Status != StatusQueued || !row.NotStarted || row.Pending != "later 0" {
+		t.Fatalf("queued row = %+v", row)
 	}
 	h.reg.CancelAll(ErrShutdown)
 	if err := h.reg.Wait(h.ctx()); err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range queued {
+	for i, id := range queued {
 		row, _ := h.reg.Get(id)
-		if row.Status != StatusCancelled || len(h.notifications(id)) != 1 {
+		if row.Status != StatusPaused || !row.Interrupted || !row.NotStarted || row.Pending != fmt.Sprintf("later %d", i) || row.Turn != 1 || row.blocked() != "" {
 			t.Fatalf("queued %s after CancelAll = %+v", id, row)
+		}
+		if n := h.notifications(id); len(n) != 1 || n[0].Status != streamjson.StatusStopped {
+			t.Fatalf("notifications of %s = %+v", id, n)
 		}
 	}
 	if n := len(h.model.requests()); n != 1 {
 		t.Fatalf("%d model calls, want only the holder's", n)
+	}
+	res := h.call(h.ctx(), ToolTask, map[string]any{"task_id": string(queued[0])})
+	if !strings.Contains(res.Content, "interrupted: true\nTask interrupted before it started: it was queued when the run ended (registry shut down)") {
+		t.Fatalf("collect of a turn that never started = %q", res.Content)
+	}
+	close(g.release)
+	sent := h.call(h.ctx(), ToolSendMessage, map[string]any{"task_id": string(queued[0]), "message": "now go"})
+	if sent.IsError || !strings.Contains(sent.Content, "it runs now as turn 1, its prompt first, then your message") {
+		t.Fatalf("send_message to a launch that never started = %+v", sent)
+	}
+	row := h.collect(queued[0])
+	if row.Status != StatusCompleted || row.Turn != 1 || row.LastOutcome.Text != "did: later 0\n\nnow go" || row.NotStarted || row.Pending != "" {
+		t.Fatalf("its turn = %+v", row)
+	}
+	if st := h.started(queued[0]); len(st) != 2 || st[1].Turn != 1 || st[1].Continuation != streamjson.ContinuationFresh {
+		t.Fatalf("task_started of the fresh start = %+v", st)
 	}
 }
 

@@ -136,7 +136,9 @@ type harness struct {
 
 	// hook, when set before the registry is used, sees every event before it is recorded.
 	hook func(streamjson.Event)
-	// cancelRun cancels the run's context the registry lives under (a signal, --timeout).
+	// run is the run's context the registry lives under; cancelRun cancels it (a signal,
+	// --timeout).
+	run       context.Context
 	cancelRun func()
 
 	mu       sync.Mutex
@@ -168,6 +170,7 @@ func newHarness(t *testing.T, fn genFunc, mod ...func(*RegistryConfig)) *harness
 			h.mu.Lock()
 			h.notes = append(h.notes, NotificationsMessage([]Notification{n}))
 			h.mu.Unlock()
+			n.Delivered() // the harness is the parent: it has it at once
 		},
 		NewRuntime: func(c runtime.Config) *runtime.Runtime {
 			rt := runtime.New(c)
@@ -187,7 +190,7 @@ func newHarness(t *testing.T, fn genFunc, mod ...func(*RegistryConfig)) *harness
 		f(&cfg)
 	}
 	run, cancel := context.WithCancelCause(context.Background())
-	h.cancelRun = func() { cancel(errors.New("interrupted")) }
+	h.run, h.cancelRun = run, func() { cancel(errors.New("interrupted")) }
 	h.reg = NewRegistry(run, cfg)
 	t.Cleanup(func() { h.reg.Shutdown(); cancel(nil) })
 	return h

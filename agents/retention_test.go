@@ -96,7 +96,7 @@ func TestReleaseResidents(t *testing.T) {
 	if !h.reg.Resident(id) {
 		t.Fatal("not resident after a completed background turn")
 	}
-	if n := h.reg.ReleaseResidents(); n != 1 {
+	if n := h.reg.ReleaseResidents("test"); n != 1 {
 		t.Fatalf("released %d, want 1", n)
 	}
 	if h.reg.Resident(id) || h.disposals(id) != 1 {
@@ -138,7 +138,7 @@ func TestReleaseResidentsSparesQueuedTurns(t *testing.T) {
 			t.Fatalf("%s is %s, want queued", id, row.Status)
 		}
 	}
-	if n := h.reg.ReleaseResidents(); n != 0 {
+	if n := h.reg.ReleaseResidents("test"); n != 0 {
 		t.Fatalf("released %d runtimes, want none: one task runs and two wait for their slots", n)
 	}
 	close(g.release)

@@ -109,7 +109,7 @@ func (t taskTool) Run(ctx context.Context, call tools.Call) tools.Result {
 	})
 	switch {
 	case errors.Is(err, ErrNoSlot):
-		return tools.Errorf("%v. Collect one with task(task_id) or wait for its <task-notification> before launching another.", err)
+		return tools.Errorf("%v. Collect one first with task(task_id), or wait for its <task-notification>, then launch again.", err)
 	case err != nil && row.TaskID == "":
 		return tools.Errorf("%v", err)
 	case err != nil:
@@ -150,10 +150,8 @@ func formatOutcome(row Row) tools.Result {
 	fmt.Fprintf(&b, "status: %s (turn %d)\n", row.Status, row.Turn)
 	o := row.LastOutcome
 	switch {
-	case row.Status == StatusPaused:
-		b.WriteString("The task was interrupted when the run ended, before it finished; send_message continues it. Its partial findings:\n")
 	case row.Interrupted:
-		b.WriteString("The task was cancelled before it finished. Its partial findings:\n")
+		fmt.Fprintf(&b, "interrupted: true\n%s\n", interruptedNote(row))
 	case o.Error != "":
 		fmt.Fprintf(&b, "error: %s\n", o.Error)
 		if row.blocked() == "" {
@@ -200,8 +198,11 @@ func (t sendMessageTool) Run(ctx context.Context, call tools.Call) tools.Result 
 		return tools.Errorf("task_id: %s\n%v", id, err)
 	}
 	wait := ""
+	if res.Pending && res.Continuation != streamjson.ContinuationFresh {
+		wait = " (the instruction it was queued with runs first, then your message)"
+	}
 	if res.Position > 0 {
-		wait = fmt.Sprintf("; it waits for a background slot (position %d in the queue)", res.Position)
+		wait += fmt.Sprintf("; it waits for a background slot (position %d in the queue)", res.Position)
 	}
 	switch res.Continuation {
 	case streamjson.ContinuationQueued:
@@ -211,6 +212,8 @@ func (t sendMessageTool) Run(ctx context.Context, call tools.Call) tools.Result 
 		return tools.Result{Content: fmt.Sprintf("task_id: %s\nqueued: the agent is running; it reads your message between its tool rounds.", id)}
 	case streamjson.ContinuationResident:
 		return tools.Result{Content: fmt.Sprintf("task_id: %s\ncontinued on its resident runtime as turn %d%s; the reply arrives as a <task-notification>.", id, res.Row.Turn, wait)}
+	case streamjson.ContinuationFresh:
+		return tools.Result{Content: fmt.Sprintf("task_id: %s\nstarted: it had been queued when a run ended and never ran; it runs now as turn %d, its prompt first, then your message%s; the reply arrives as a <task-notification>.", id, res.Row.Turn, wait)}
 	default:
 		return tools.Result{Content: fmt.Sprintf("task_id: %s\nrevived from its transcript as turn %d%s; the reply arrives as a <task-notification>.", id, res.Row.Turn, wait)}
 	}

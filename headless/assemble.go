@@ -101,7 +101,7 @@ func (p *Parts) stream() {
 		array = &lineBuffer{}
 		evOut, resOut = array, array // printed as one array at the end (events.flush)
 	}
-	p.events = &events{enc: streamjson.NewEncoder(evOut, p.id, nil), out: streamjson.NewEncoder(resOut, p.id, nil),
+	p.events = &events{sink: o.Sink, enc: streamjson.NewEncoder(evOut, p.id, nil), out: streamjson.NewEncoder(resOut, p.id, nil),
 		observe: o.Observe, logger: o.Logger, array: array}
 	window := o.NotifyWindow
 	if window == 0 {
@@ -186,6 +186,9 @@ func (p *Parts) registry(ctx context.Context, cat catalog.Catalog) {
 	if p.host != nil {
 		lifecycle = agents.Lifecycles(lifecycle, p.host)
 	}
+	if o.Lifecycle != nil {
+		lifecycle = agents.Lifecycles(lifecycle, o.Lifecycle)
+	}
 	var taskStore agents.TaskStore
 	if p.opened.sess != nil {
 		taskStore = p.opened.sess
@@ -213,6 +216,7 @@ func (p *Parts) registry(ctx context.Context, cat catalog.Catalog) {
 		Logger:           o.Logger,
 		NewID:            o.NewTaskID,
 		OutputAttempts:   o.OutputAttempts,
+		OnDispose:        o.OnDispose,
 	})
 	p.mb.active = p.reg.Unsettled
 }
@@ -280,6 +284,9 @@ func (p *Parts) parentRuntime() {
 		Output:    o.OutputSchema,
 		// The parent's answers that may fail the schema: its own cap.
 		OutputAttempts: o.OutputAttempts,
+	}
+	if ms, ok := o.Sink.(ModelSink); ok {
+		cfg.OnModelEvent = ms.ParentModelEvent
 	}
 	if p.host != nil {
 		cfg = p.host.Parent(cfg)
@@ -366,3 +373,26 @@ func (p *Parts) release() {
 	}
 	_ = p.opened.lock.Unlock()
 }
+
+// ID returns the session's id: Options.SessionID, or the resumed session's.
+func (p *Parts) ID() string { return p.id }
+
+// History returns the parent's conversation: as the session was opened (a resume's
+// history), or as its turns have made it. Call it only while no turn runs (an
+// interactive session between its inputs); the caller must not modify it.
+func (p *Parts) History() []llm.Message {
+	if chat := p.parent.Chat(); chat != nil {
+		return chat.Messages()
+	}
+	return p.opened.history
+}
+
+// ReleaseResidents disposes the resident runtimes of the session's tasks that are not
+// running (agents.Registry.ReleaseResidents), for reason (logged): their rows stay, and
+// the next send_message revives them from their transcripts. It returns how many it
+// released. Safe for concurrent use.
+func (p *Parts) ReleaseResidents(reason string) int { return p.reg.ReleaseResidents(reason) }
+
+// CancelAgents cancels the session's running and queued background turns with cause
+// (their partial findings kept); it does not wait. Safe for concurrent use.
+func (p *Parts) CancelAgents(cause error) { p.reg.CancelAll(cause) }

@@ -24,9 +24,13 @@
 //	signals.go    SIGINT and SIGTERM
 //	errors.go     the errors cmd maps to exit codes
 //
-// A second entry point (an ACP server) builds sessions as Run does, many in one process,
-// each from its own Options: Assemble(ctx, opts, nil), then Serve(ctx, parts, in) with the
-// user turns it reads, or Parts.Close without serving.
+// A second entry point (the ACP server, package headless/acp) builds sessions as Run does,
+// many in one process, each from its own Options: Assemble(ctx, opts, nil), then
+// Serve(ctx, parts, in) with the user turns it reads, or Parts.Close without serving.
+// Its sessions are Interactive (a parent turn only for an Input; notifications held
+// while idle; a failed turn ends with its result and the session goes on), their events
+// go to its Sink (events.go), and its Approvals decide what the approval mode does not
+// allow (workspace.go).
 //
 // Run owns the registry's lifetime: the registry's turns derive from the run's context,
 // and the run ends only after every turn has settled (Registry.Wait), then shuts the

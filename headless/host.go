@@ -82,11 +82,30 @@ func (s *session) beginTurn(ctx context.Context) (context.Context, func()) {
 	if s.host != nil {
 		tctx, endHost = s.host.BeginTurn(tctx)
 	}
+	endInput := watchCancel(s.cancelTurn, cancel)
 	return tctx, func() {
+		endInput()
 		endHost()
 		endBudget()
 		cancel(nil)
 	}
+}
+
+// watchCancel cancels a turn with ErrTurnCancelled when its input's Cancel is closed
+// (nil: never), until the returned func ends the watch.
+func watchCancel(c <-chan struct{}, cancel context.CancelCauseFunc) func() {
+	if c == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-c:
+			cancel(ErrTurnCancelled)
+		case <-done:
+		}
+	}()
+	return func() { close(done) }
 }
 
 // endedEarly handles a parent turn that the budget or the host ended (and not the run's
@@ -100,10 +119,11 @@ func (s *session) endedEarly(runCtx, turnCtx context.Context, reason string) (bo
 	if s.budget.over() {
 		return true, fmt.Errorf("%w: the run cost $%.4f, over --max-budget-usd $%.4f", ErrMaxBudget, s.budget.cost(), s.opts.SDK.MaxBudgetUSD)
 	}
-	if reason == runtime.ReasonCompleted || !errors.Is(context.Cause(turnCtx), sdkhost.ErrInterrupted) {
+	cause := context.Cause(turnCtx)
+	if reason == runtime.ReasonCompleted || !errors.Is(cause, sdkhost.ErrInterrupted) && !errors.Is(cause, ErrTurnCancelled) {
 		return false, nil
 	}
-	s.writeResultAs(streamjson.ResultErrorDuringExecution, streamjson.TerminalAborted, sdkhost.ErrInterrupted.Error())
+	s.writeResultAs(streamjson.ResultErrorDuringExecution, streamjson.TerminalAborted, cause.Error())
 	s.idle()
 	return true, nil
 }

@@ -14,6 +14,10 @@ type Input struct {
 	Err error
 	// Line is the stdin line the message came on (1-based; 0 when it came otherwise).
 	Line int
+	// Cancel, when closed while the input's turn runs, ends that turn alone (with
+	// ErrTurnCancelled as its cause; the result says so) and the session goes on: an
+	// interactive session's client cancelling a prompt. Nil: the turn is not cancelled so.
+	Cancel <-chan struct{}
 }
 
 // inputs are the user turns of a CLI run: the stream-json lines the control plane reads

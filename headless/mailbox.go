@@ -124,6 +124,9 @@ func (mb *mailbox) take() (llm.Message, bool) {
 	if rest > 0 {
 		mb.wake()
 	}
+	for _, n := range batch {
+		n.Delivered() // the parent has it: the registry may prune its row
+	}
 	m := agents.NotificationsMessage(batch)
 	u := streamjson.NewUser(m.Content)
 	u.Origin = &streamjson.Origin{Kind: "task-notification"}

@@ -34,7 +34,7 @@ const parentSystemPrompt = "You are stoke, a headless coding agent run from a sc
 // Run runs one headless session: prompt in, parent turns, background agents, the final result.
 // It returns nil on success, or an error the CLI maps to an exit code: ErrMaxTurns,
 // ErrRunFailed, ErrUsage (all wrapped) or *InterruptedError.
-func Run(ctx context.Context, opts Options) error {
+func Run(ctx context.Context, opts Options) (err error) {
 	opts = withDefaults(opts)
 	ctx, stopSignals := withSignals(ctx)
 	defer stopSignals()
@@ -68,10 +68,11 @@ func Run(ctx context.Context, opts Options) error {
 // last), then the end-of-run policy and the final result, and closes p. It returns what
 // Run returns. The registry's turns live under the ctx p was assembled with; ctx ends
 // the loop (a signal, --timeout).
-func Serve(ctx context.Context, p *Parts, in <-chan Input) error {
-	defer p.Close()
+func Serve(ctx context.Context, p *Parts, in <-chan Input) (err error) {
 	s := &session{Parts: p, reminder: append(p.reminder, p.sessionStart(ctx)...)}
-	err := s.run(ctx, in)
+	defer func() { err = s.writeReport(err) }() // after close: the session as stored
+	defer p.Close()
+	err = s.run(ctx, in)
 	p.events.flush(p.opts.Stdout)
 	p.sessionEnd(ctx)
 	if p.host != nil {
@@ -111,8 +112,8 @@ type session struct {
 	*Parts
 	// reminder is added once to the next ordinary user prompt (Parts.reminder).
 	reminder []llm.Block
-	// lastWorkspace is the workspace as the previous parent turn left it.
-	lastWorkspace *workspaceState
+	// cancelTurn is the running input's Cancel (nil when it has none).
+	cancelTurn <-chan struct{}
 
 	// per-run accounting of the parent
 	parentTurns int // prompts and notification turns, for trace spans
@@ -132,7 +133,7 @@ type session struct {
 // run is the parent loop: user turns as they come, notification turns when idle, the
 // end-of-run policy, and the final result.
 func (s *session) run(ctx context.Context, prompts <-chan Input) error {
-	streamIn := s.opts.InputFormat == InputStreamJSON
+	streamIn := s.opts.InputFormat == InputStreamJSON || s.opts.Interactive
 	// due fires when held notifications are due (mailbox.due).
 	due := time.NewTimer(time.Hour)
 	due.Stop()
@@ -155,6 +156,9 @@ func (s *session) run(ctx context.Context, prompts <-chan Input) error {
 			s.mb.wake()
 			continue
 		case <-s.mb.ready:
+			if s.opts.Interactive {
+				continue // held for the next input (or the loop's condition changed)
+			}
 			if err := s.notified(ctx, due, streamIn); err != nil {
 				return s.fail(ctx, err)
 			}
@@ -174,7 +178,13 @@ func (s *session) run(ctx context.Context, prompts <-chan Input) error {
 			p.Msg.Content = append(p.Msg.Content, s.reminder...)
 			s.reminder = nil
 		}
-		if err := s.userTurn(ctx, p.Msg, streamIn); err != nil {
+		if s.opts.Interactive {
+			s.held(&p)
+		}
+		s.cancelTurn = p.Cancel
+		err := s.userTurn(ctx, p.Msg, streamIn)
+		s.cancelTurn = nil
+		if err != nil && !s.turnFailed(ctx, err) {
 			return s.fail(ctx, err)
 		}
 		if !streamIn {
@@ -254,10 +264,34 @@ func (s *session) checkInput(p Input) error {
 // pendingBackground reports whether the run must keep going for background work: a
 // running agent whose notification the parent should read, or an unread notification.
 func (s *session) pendingBackground() bool {
+	unread := !s.mb.empty() && !s.opts.Interactive // an interactive session's wait for an input
 	if s.opts.BackgroundOnExit == BackgroundCancel {
-		return !s.mb.empty()
+		return unread
 	}
-	return s.reg.Unsettled() > 0 || !s.mb.empty()
+	return s.reg.Unsettled() > 0 || unread
+}
+
+// held puts the notifications that arrived while an interactive session was idle before
+// the input that starts its next turn: the parent reads them first, then the person.
+func (s *session) held(p *Input) {
+	if m, ok := s.mb.take(); ok {
+		p.Msg.Content = append(m.Content, p.Msg.Content...)
+	}
+}
+
+// turnFailed reports whether an interactive session goes on after its turn failed with
+// err: a turn that reached --max-turns or whose model failed ends with its result, and the
+// next input starts afresh. The run's own end (a signal, the budget) ends the session.
+func (s *session) turnFailed(ctx context.Context, err error) bool {
+	if !s.opts.Interactive || ctx.Err() != nil || errors.Is(err, ErrMaxBudget) {
+		return false
+	}
+	if !errors.Is(err, ErrMaxTurns) && !errors.Is(err, ErrRunFailed) {
+		return false
+	}
+	s.opts.Logger.Warn("turn failed; the session goes on", "session_id", s.id, "err", err)
+	s.report(ctx, err)
+	return true
 }
 
 // endBackground applies --background-on-exit cancel to the agents still running, and waits
@@ -285,8 +319,10 @@ func (s *session) turn(ctx context.Context, msg llm.Message, perTurnResult bool)
 	}
 	s.parentTurns++
 	tctx, span := trace.StartTurn(tctx, s.opts.Tracer, trace.TurnInfo{SessionID: s.id, Agent: "parent", Turn: s.parentTurns})
+	started := time.Now()
 	res, err := s.parent.Execute(tctx, msg)
 	trace.EndTurn(span, res.Reason, res.Reason == runtime.ReasonCancelled, err)
+	s.recordTurn(started, res, err)
 	// The parent's transcript is synced (Execute); the names in the session directory
 	// (session.json, the transcripts' files) become durable with it.
 	if sess := s.opened.sess; sess != nil {
@@ -337,6 +373,12 @@ func (s *session) turn(ctx context.Context, msg llm.Message, perTurnResult bool)
 func (s *session) fail(ctx context.Context, err error) error {
 	s.reg.CancelAll(err)
 	_ = s.reg.Wait(context.WithoutCancel(ctx))
+	return s.report(ctx, err)
+}
+
+// report writes the result of a run (or, interactive, of a turn) that err ended, and
+// returns the error to exit with.
+func (s *session) report(ctx context.Context, err error) error {
 	switch {
 	case errors.Is(err, sdkhost.ErrMaxSessionTurns):
 		s.writeResult(streamjson.ResultErrorMaxTurns, fmt.Sprintf("Reached max session turns (%d)", s.opts.SDK.MaxSessionTurns))

@@ -16,7 +16,6 @@ import (
 	"github.com/stoke-cli/stoke/agents/mcp"
 	"github.com/stoke-cli/stoke/agents/permission"
 	"github.com/stoke-cli/stoke/agents/tools"
-	"github.com/stoke-cli/stoke/agents/worktree"
 	"github.com/stoke-cli/stoke/headless/sdkhost"
 	"github.com/stoke-cli/stoke/streamjson"
 )
@@ -114,7 +113,14 @@ func newWorkspace(o Options, h host) (*workspace, error) {
 	w := &workspace{opts: o, host: h, shared: map[string]*tools.Set{}}
 	mode, _ := w.approvalMode()
 	w.wtOpts = []tools.Option{tools.WithDenialHook(w.recordDenial), tools.WithSecrets(o.Secrets)}
-	ws, err := tools.NewWorkspace(o.CWD, mode, w.wtOpts...)
+	wsOpts := w.wtOpts
+	if o.Files != nil {
+		wsOpts = append(slices.Clip(wsOpts), tools.WithFiles(o.Files)) // not a worktree's
+	}
+	if o.Terminal != nil {
+		wsOpts = append(slices.Clip(wsOpts), tools.WithTerminal(o.Terminal))
+	}
+	ws, err := tools.NewWorkspace(o.CWD, mode, wsOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -123,23 +129,44 @@ func newWorkspace(o Options, h host) (*workspace, error) {
 	return w, nil
 }
 
+// Approvals decides for an entry point the tool calls the approval mode does not allow by
+// itself, in place of refusing them (the ACP client's session/request_permission). The
+// workspace tools are then built in the default mode, and the approvers apply the mode
+// in force (they report it as tools' modeReporter does) and ask whoever decides.
+type Approvals interface {
+	// Approver returns the approver of a tool set: rules are the permission rules over
+	// its workspace (the run's, plus an agent's disallowedTools); ceiling, when set, caps
+	// the mode it applies (a subagent's own). Called while the session is assembled and
+	// as subagents start; the approver is then called as tools.Approver says.
+	Approver(rules *permission.Rules, ceiling tools.Mode) tools.Approver
+}
+
 // approvalMode returns the approval mode the workspace tools are built with, and whether
-// the host approves what that mode does not allow; without a host, the configured mode
-// as it is.
+// the host (or the entry point's Approvals) approves what that mode does not allow;
+// without either, the configured mode as it is.
 func (w *workspace) approvalMode() (tools.Mode, bool) {
-	if w.host != nil {
+	switch {
+	case w.host != nil:
 		return w.host.Approval()
+	case w.opts.Approvals != nil:
+		return tools.ModeDefault, true
 	}
 	return w.opts.knownApprovalMode(), false
 }
 
 // approval is what gates a tool set over a workspace: its deny rules and, when the host
-// approves what the mode does not allow, the host's approver with those rules, under the
-// ceiling when one is given.
+// (or the entry point's Approvals) approves what the mode does not allow, its approver
+// with those rules, under the ceiling when one is given.
 func (w *workspace) approval(rules *permission.Rules, ceiling tools.Mode) []tools.Option {
 	opts := []tools.Option{tools.WithDenier(rules)}
 	if _, ok := w.approvalMode(); ok {
-		opts = append(opts, tools.WithApprover(w.host.Approver(rules, ceiling)))
+		var a tools.Approver
+		if w.host != nil {
+			a = w.host.Approver(rules, ceiling)
+		} else {
+			a = w.opts.Approvals.Approver(rules, ceiling)
+		}
+		opts = append(opts, tools.WithApprover(a))
 	}
 	return opts
 }
@@ -256,26 +283,11 @@ func hookRunner(o Options) *hooks.Runner {
 	return &hooks.Runner{Dir: o.CWD, Logger: o.Logger, Secrets: o.Secrets}
 }
 
-// workspaceState is what, when it changes between parent turns, releases resident
-// runtimes: the working directory and the checked-out git ref.
-type workspaceState struct{ cwd, head string }
-
-func currentWorkspace(cwd string) workspaceState {
-	return workspaceState{cwd: cwd, head: worktree.GitHead(cwd)}
-}
-
-// checkWorkspace releases resident runtimes when the workspace changed since the last
-// parent turn (e.g. a shell tool ran git checkout): their rows stay completed and a later
-// send_message revives them on the new workspace.
-func (s *session) checkWorkspace() {
-	now := currentWorkspace(s.opts.CWD)
-	if s.lastWorkspace != nil && *s.lastWorkspace != now {
-		if n := s.reg.ReleaseResidents(); n > 0 {
-			s.opts.Logger.Info("workspace changed: released resident agents", "count", n, "head", now.head)
-		}
-	}
-	s.lastWorkspace = &now
-}
+// checkWorkspace releases resident runtimes made before a branch switch (e.g. a shell
+// tool ran git checkout): their rows stay completed and a later send_message revives
+// them on the new branch. The registry makes the same check before each continuation;
+// this, at each parent turn, frees the others early.
+func (s *session) checkWorkspace() { s.reg.CheckWorkspace() }
 
 // parentStopHook runs the settings' Stop hooks when the parent is about to stop; a hook
 // that blocks makes it go on with the hook's reason as the next instruction.

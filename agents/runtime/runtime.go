@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -89,6 +90,12 @@ type Inbox interface {
 type ChatStore interface {
 	Append(m llm.Message) error
 	Sync() error
+}
+
+// infoStore is a ChatStore that also records how a message came about (a model call's
+// start, model and usage; when each tool call ran): store.Transcript, for reports.
+type infoStore interface {
+	AppendInfo(m llm.Message, info store.MessageInfo) error
 }
 
 // Config configures a Runtime. Everything but Model is optional.
@@ -279,8 +286,8 @@ func (r *Runtime) loop(ctx context.Context, instruction llm.Message) TurnResult 
 		}
 		var goOn []llm.Message
 		if uses := reply.ToolUses(); len(uses) > 0 {
-			results := r.runTools(ctx, uses)
-			if err := r.add(results); err != nil {
+			results, times := r.runTools(ctx, uses)
+			if err := r.addInfo(results, store.MessageInfo{Calls: times}); err != nil {
 				return finish(ReasonError, err)
 			}
 			r.emit(streamjson.NewUser(results.Content))
@@ -348,12 +355,22 @@ func (r *Runtime) stopping(ctx context.Context, final string, stopBlocks *int) (
 
 // add appends m to the chat and the store. A message of the same role as the last one is
 // merged into it, so that roles alternate; revival applies the same rule (store.AppendMessage).
-func (r *Runtime) add(m llm.Message) error {
+func (r *Runtime) add(m llm.Message) error { return r.addInfo(m, store.MessageInfo{}) }
+
+// addInfo is add, with what the store may record of how m came about.
+func (r *Runtime) addInfo(m llm.Message, info store.MessageInfo) error {
 	r.chat.msgs = store.AppendMessage(r.chat.msgs, m)
-	if r.cfg.Store != nil {
-		if err := r.cfg.Store.Append(m); err != nil {
-			return fmt.Errorf("append transcript: %w", err)
-		}
+	if r.cfg.Store == nil {
+		return nil
+	}
+	var err error
+	if is, ok := r.cfg.Store.(infoStore); ok {
+		err = is.AppendInfo(m, info)
+	} else {
+		err = r.cfg.Store.Append(m)
+	}
+	if err != nil {
+		return fmt.Errorf("append transcript: %w", err)
 	}
 	return nil
 }
@@ -435,12 +452,13 @@ func (r *Runtime) call(ctx context.Context, partial *string) (_ llm.Message, err
 		content = []llm.Block{llm.TextBlock("")}
 	}
 	reply := llm.Message{Role: llm.RoleAssistant, Content: content}
-	if err := r.add(reply); err != nil {
-		return llm.Message{}, err
-	}
 	model := done.Model
 	if model == "" {
 		model = r.cfg.ModelName
+	}
+	usage := done.Usage
+	if err := r.addInfo(reply, store.MessageInfo{Start: callStart, Model: model, Usage: &usage}); err != nil {
+		return llm.Message{}, err
 	}
 	stop := done.StopReason
 	if stop == "" {
@@ -475,13 +493,14 @@ func normalizeInput(in json.RawMessage) json.RawMessage {
 }
 
 // runTools runs the calls of one reply and returns their results in call order, as one
-// user message: in groups, one after the other, each group's calls together (a run of
-// calls that may overlap, or one Sequential call alone; callorder.go). The Admitted calls
-// take their places in the queues in call order. Every tool_use gets a result, even when
-// ctx is cancelled: a call the cancellation cut mid-way, or never let start, is closed
-// with InterruptedToolUse.
-func (r *Runtime) runTools(ctx context.Context, uses []llm.Block) llm.Message {
+// user message, and when each ran: in groups, one after the other, each group's calls
+// together (a run of calls that may overlap, or one Sequential call alone; callorder.go).
+// The Admitted calls take their places in the queues in call order. Every tool_use gets a
+// result, even when ctx is cancelled: a call the cancellation cut mid-way, or never let
+// start, is closed with InterruptedToolUse.
+func (r *Runtime) runTools(ctx context.Context, uses []llm.Block) (llm.Message, []store.CallTime) {
 	out := make([]llm.Block, len(uses))
+	times := make([]store.CallTime, len(uses))
 	orders := make([]CallOrder, len(uses))
 	rank := make([]int, len(uses))
 	n := 0
@@ -512,7 +531,9 @@ func (r *Runtime) runTools(ctx context.Context, uses []llm.Block) llm.Message {
 					tctx = withCallSlot(tctx, order, rank[i])
 					defer order.pass(rank[i])
 				}
+				start := r.cfg.Now()
 				res := r.tools.Run(tctx, tools.Call{ID: u.ID, Name: u.Name, Input: u.Input})
+				times[i] = store.CallTime{ID: u.ID, Start: start.UTC(), DurationMS: r.cfg.Now().Sub(start).Milliseconds()}
 				if ctx.Err() != nil && (res.IsError || res.Content == "") {
 					res = interrupted(res, context.Cause(ctx))
 				}
@@ -524,7 +545,9 @@ func (r *Runtime) runTools(ctx context.Context, uses []llm.Block) llm.Message {
 	}
 	r.stats.ToolUses += len(uses)
 	r.stats.LastTool = uses[len(uses)-1].Name
-	return llm.Message{Role: llm.RoleUser, Content: out}
+	// A call the cancellation never let start has no time.
+	times = slices.DeleteFunc(times, func(c store.CallTime) bool { return c == store.CallTime{} })
+	return llm.Message{Role: llm.RoleUser, Content: out}, times
 }
 
 // interrupted is the result of a call the turn's cancellation cut mid-way: it says so

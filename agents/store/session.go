@@ -272,6 +272,19 @@ func (s *Session) ReadTranscript(path string) (*Loaded, error) {
 	return l, err
 }
 
+// ReadRecords reads every record of the transcript at path (see the package function).
+// The path must lie inside the session directory (Confine).
+func (s *Session) ReadRecords(path string) (recs []Record, warnings []string, err error) {
+	if err := s.Confine(path); err != nil {
+		return nil, nil, err
+	}
+	err = s.files.Do(func() (err error) {
+		recs, warnings, err = ReadRecords(path)
+		return err
+	})
+	return recs, warnings, err
+}
+
 // OpenParent opens the parent's transcript for appending. A new transcript starts with a
 // meta record naming the session, its working directory and model, from which
 // session.json can be rebuilt (LoadInfo).

@@ -156,8 +156,10 @@ func importRules() []importRule {
 	return []importRule{
 		{from: []string{"..."}, to: []string{"cmd/..."}, except: []string{""},
 			why: "nothing imports cmd: only main does"},
-		{from: []string{"..."}, to: []string{"headless/..."}, except: []string{"", "cmd/..."},
-			why: "nothing imports headless from below (only cmd and main are above it)"},
+		{from: []string{"..."}, to: []string{"headless/..."}, except: []string{"", "cmd/...", "headless/acp/..."},
+			why: "nothing imports headless from below (only cmd, main and the ACP server, an entry point that serves headless sessions, are above it)"},
+		{from: []string{"headless/..."}, to: []string{"headless/acp/..."}, except: []string{"headless/acp/..."},
+			why: "the ACP server is an entry point above headless: only cmd imports it"},
 		{from: []string{"headless/sdkhost/..."}, to: []string{"headless/..."}, except: []string{"headless/sdkhost/..."},
 			why: "the SDK host imports nothing of headless"},
 		{from: []string{"agents/tools/...", "agents/hooks/...", "agents/trace/...", "streamjson/..."},
