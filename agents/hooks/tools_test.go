@@ -175,3 +175,41 @@ func TestToolHooksWrap(t *testing.T) {
 		t.Error("no tool hooks: the set should come back as it is")
 	}
 }
+
+// A PreToolUse "ask" leaves the call to the approval mode (refused under default, run
+// under yolo), where "allow" runs it; a PostToolUse block reaches the model with the
+// call's own result.
+func TestToolHooksAskAndPostBlock(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := Config{
+		PreToolUse: {{Command: `in=$(cat); case "$in" in *ask-me*) echo '{"hookSpecificOutput":{"permissionDecision":"ask"}}';; *allow-me*) echo '{"hookSpecificOutput":{"permissionDecision":"allow"}}';; esac`, Matcher: "Write", Timeout: DefaultTimeout}},
+		PostToolUse: {{Command: `echo '{"decision":"block","reason":"the tests fail now"}'`, Matcher: "Write", Timeout: DefaultTimeout}},
+	}
+	h := ToolHooks{Config: cfg, Runner: &Runner{Dir: dir}, Input: Input{SessionID: "s", CWD: dir}}
+	for _, tc := range []struct {
+		mode        tools.Mode
+		content     string
+		wantRefused bool
+	}{
+		{tools.ModeDefault, "ask-me", true},
+		{tools.ModeYolo, "ask-me", false},
+		{tools.ModeDefault, "allow-me", false},
+	} {
+		ws, err := tools.NewWorkspace(dir, tc.mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts, _ := ws.Tools(nil)
+		file := string(tc.mode) + "-" + tc.content + ".txt"
+		res := h.Wrap(tools.NewSet(ts...)).Run(t.Context(), tools.Call{ID: "c", Name: tools.NameWriteFile,
+			Input: json.RawMessage(`{"file_path":"` + file + `","content":"` + tc.content + `"}`)})
+		_, statErr := os.Stat(filepath.Join(dir, file))
+		if refused := statErr != nil; refused != tc.wantRefused || res.IsError != tc.wantRefused {
+			t.Errorf("%s, %s: result %+v, file written %v; want refused %v", tc.mode, tc.content, res, statErr == nil, tc.wantRefused)
+		}
+		if !strings.Contains(res.Content, "<hook-feedback>A PostToolUse hook says: the tests fail now</hook-feedback>") {
+			t.Errorf("%s, %s: result %q lacks the PostToolUse block's reason", tc.mode, tc.content, res.Content)
+		}
+	}
+}
