@@ -183,7 +183,7 @@ func TestToolHooksAskAndPostBlock(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	cfg := Config{
-		PreToolUse: {{Command: `in=$(cat); case "$in" in *ask-me*) echo '{"hookSpecificOutput":{"permissionDecision":"ask"}}';; *allow-me*) echo '{"hookSpecificOutput":{"permissionDecision":"allow"}}';; esac`, Matcher: "Write", Timeout: DefaultTimeout}},
+		PreToolUse:  {{Command: `in=$(cat); case "$in" in *ask-me*) echo '{"hookSpecificOutput":{"permissionDecision":"ask"}}';; *allow-me*) echo '{"hookSpecificOutput":{"permissionDecision":"allow"}}';; esac`, Matcher: "Write", Timeout: DefaultTimeout}},
 		PostToolUse: {{Command: `echo '{"decision":"block","reason":"the tests fail now"}'`, Matcher: "Write", Timeout: DefaultTimeout}},
 	}
 	h := ToolHooks{Config: cfg, Runner: &Runner{Dir: dir}, Input: Input{SessionID: "s", CWD: dir}}
