@@ -59,6 +59,10 @@ type RegistryConfig struct {
 	Lifecycle Lifecycle
 	// Tracer records one trace per agent turn; nil records nothing.
 	Tracer trace.Tracer
+	// OutputAttempts caps the answers of one turn of a subagent whose definition asks for
+	// a structured answer (catalog.Definition.OutputSchema) that may fail its schema (0:
+	// structured.DefaultMaxAttempts).
+	OutputAttempts int
 	// NewRuntime constructs runtimes (tests count constructions); nil means NewRuntime.
 	NewRuntime func(runtime.Config) *runtime.Runtime
 	// Head names what the working directory has checked out (nil: the git HEAD of CWD,

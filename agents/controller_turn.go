@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -88,14 +89,14 @@ func (c *controller) runTurn(ctx context.Context, t turn) {
 		c.finish(t, runtime.TurnResult{Reason: runtime.ReasonCancelled, Err: waitErr})
 		return
 	}
-	c.env.lifecycle.TurnStarted(ctx, info)
+	extra := c.env.lifecycle.TurnStarted(ctx, info)
 
 	ctx = llm.WithTaskID(ctx, string(c.id)) // tells parallel agents of one type apart (cassette)
 	ctx, span := trace.StartTurn(ctx, c.env.cfg.Tracer, trace.TurnInfo{
 		SessionID: c.env.cfg.SessionID, Agent: row.SubagentType, TaskID: string(c.id), SubagentType: row.SubagentType,
 		Turn: t.n, Continuation: string(t.continuation), Caller: t.caller,
 	})
-	res, err := runLimited(ctx, c.def, func(ctx context.Context) (runtime.TurnResult, error) { return c.execute(ctx, t) })
+	res, err := runLimited(ctx, c.def, func(ctx context.Context) (runtime.TurnResult, error) { return c.execute(ctx, t, extra) })
 	if err != nil {
 		res = runtime.TurnResult{Reason: runtime.ReasonError, Err: err}
 	}
@@ -121,8 +122,9 @@ func runLimited(ctx context.Context, d catalog.Definition, turn func(context.Con
 }
 
 // execute runs the turn on the controller's runtime, reviving it from the transcript first
-// when the controller has none.
-func (c *controller) execute(ctx context.Context, t turn) (runtime.TurnResult, error) {
+// when the controller has none. extra is the context the lifecycle gave the turn (a
+// SubagentStart hook's): it comes after the instruction.
+func (c *controller) execute(ctx context.Context, t turn, extra string) (runtime.TurnResult, error) {
 	c.mu.Lock()
 	rt, tr := c.rt, c.tr
 	c.mu.Unlock()
@@ -139,6 +141,9 @@ func (c *controller) execute(ctx context.Context, t turn) (runtime.TurnResult, e
 	msg := llm.UserText(t.instruction)
 	if t.msg != nil {
 		msg = *t.msg
+	}
+	if extra != "" {
+		msg.Content = append(slices.Clip(msg.Content), llm.TextBlock("<subagent-start-hook>"+extra+"</subagent-start-hook>"))
 	}
 	return rt.Execute(ctx, msg)
 }
@@ -183,10 +188,12 @@ func (c *controller) newRuntime(tr *store.Transcript, history []llm.Message, roo
 				ev.ParentToolUseID, ev.AgentKeys = &toolUseID, keys
 			}
 		},
-		OnToolRound: c.toolRound,
-		History:     history,
-		Now:         cfg.Now,
-		Tracer:      cfg.Tracer,
+		OnToolRound:    c.toolRound,
+		History:        history,
+		Now:            cfg.Now,
+		Tracer:         cfg.Tracer,
+		Output:         def.OutputSchema,
+		OutputAttempts: cfg.OutputAttempts,
 	})
 }
 

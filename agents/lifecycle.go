@@ -3,6 +3,7 @@ package agents
 import (
 	"context"
 	"log/slog"
+	"strings"
 
 	"github.com/stoke-cli/stoke/agents/catalog"
 	"github.com/stoke-cli/stoke/agents/hooks"
@@ -32,9 +33,10 @@ type TurnInfo struct {
 // for different tasks come concurrently, so implementations must be safe for concurrent
 // use. A call holds up its turn while it runs (never the registry).
 type Lifecycle interface {
-	// TurnStarted is called as a turn starts, before task_started and the first model
-	// call. ctx is the turn's.
-	TurnStarted(ctx context.Context, t TurnInfo)
+	// TurnStarted is called as a turn starts, before the first model call. ctx is the
+	// turn's. What it returns, when not empty, is context for the agent (a SubagentStart
+	// hook's additionalContext): it comes with the turn's instruction.
+	TurnStarted(ctx context.Context, t TurnInfo) (context string)
 	// TurnStopping is asked when the agent answered without tool calls and would end the
 	// turn: a non-empty answer is given to the agent as its next instruction and the turn
 	// goes on. active tells whether an answer already made this turn go on.
@@ -48,7 +50,7 @@ type Lifecycle interface {
 // NopLifecycle does nothing; embed it to implement only some of Lifecycle.
 type NopLifecycle struct{}
 
-func (NopLifecycle) TurnStarted(context.Context, TurnInfo)                       {}
+func (NopLifecycle) TurnStarted(context.Context, TurnInfo) string                { return "" }
 func (NopLifecycle) TurnStopping(context.Context, TurnInfo, string, bool) string { return "" }
 func (NopLifecycle) TurnSettled(TurnInfo, Row)                                   {}
 
@@ -66,10 +68,15 @@ func Lifecycles(ls ...Lifecycle) Lifecycle {
 
 type lifecycles []Lifecycle
 
-func (ls lifecycles) TurnStarted(ctx context.Context, t TurnInfo) {
+// TurnStarted calls each in order and joins the contexts they give, one per line.
+func (ls lifecycles) TurnStarted(ctx context.Context, t TurnInfo) string {
+	var contexts []string
 	for _, l := range ls {
-		l.TurnStarted(ctx, t)
+		if c := strings.TrimSpace(l.TurnStarted(ctx, t)); c != "" {
+			contexts = append(contexts, c)
+		}
 	}
+	return strings.Join(contexts, "\n")
 }
 
 func (ls lifecycles) TurnStopping(ctx context.Context, t TurnInfo, final string, active bool) string {
@@ -101,8 +108,9 @@ type CommandHooks struct {
 	Logger *slog.Logger
 }
 
-func (h CommandHooks) TurnStarted(ctx context.Context, t TurnInfo) {
-	h.run(ctx, hooks.SubagentStart, t, h.input(t))
+// TurnStarted runs the SubagentStart hooks; their additionalContext is the agent's.
+func (h CommandHooks) TurnStarted(ctx context.Context, t TurnInfo) string {
+	return h.run(ctx, hooks.SubagentStart, t, h.input(t)).AdditionalContext
 }
 
 func (h CommandHooks) TurnStopping(ctx context.Context, t TurnInfo, final string, active bool) string {

@@ -27,8 +27,9 @@ func (l *lifecycleRecorder) add(s string) {
 	l.mu.Unlock()
 }
 
-func (l *lifecycleRecorder) TurnStarted(_ context.Context, t TurnInfo) {
+func (l *lifecycleRecorder) TurnStarted(_ context.Context, t TurnInfo) string {
 	l.add(fmt.Sprintf("started %d %s", t.Turn, t.Continuation))
+	return ""
 }
 
 func (l *lifecycleRecorder) TurnStopping(_ context.Context, t TurnInfo, final string, active bool) string {

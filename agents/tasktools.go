@@ -32,13 +32,15 @@ func TaskTools(reg *Registry) []tools.Tool {
 
 // TaskToolOrder is the ordered-tools policy (runtime.Config.Order) of a runtime that
 // holds the task tools: the launches and continuations of one reply (task and
-// send_message calls) take their places in the queues in the order the model wrote them
-// (runtime.Admit). The other tools are unordered.
+// send_message calls) run together with their overlapping neighbours (a reply that
+// launches three agents runs them at once) and take their places in the queues in the
+// order the model wrote them (runtime.Admit). The other tools' own declarations decide
+// (runtime.ByTool): list_agents is read-only and overlaps, task_stop runs alone, in order.
 func TaskToolOrder(tool string) runtime.CallOrder {
 	if tool == ToolTask || tool == ToolSendMessage {
 		return runtime.Admitted
 	}
-	return runtime.Unordered
+	return runtime.ByTool
 }
 
 // The descriptions of the task tools, as the model reads them.
@@ -262,6 +264,10 @@ func (listAgentsTool) Spec() llm.ToolSpec {
 		}),
 	}
 }
+
+// ReadOnly implements tools.ReadOnly: list_agents changes nothing, so it overlaps with
+// the read-only calls around it.
+func (listAgentsTool) ReadOnly() bool { return true }
 
 // AgentListing is one entry of list_agents.
 type AgentListing struct {

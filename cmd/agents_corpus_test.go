@@ -215,8 +215,8 @@ func TestAgentCorpusRunsUnchanged(t *testing.T) {
 }
 
 // Without model-aliases, every alias falls back to the parent's model: nothing but model
-// names reach the provider, and each file whose alias is not mapped gets one warning
-// naming it.
+// names reach the provider; the run says so in one warning line naming the files, and
+// each file whose alias is not mapped gets one debug line naming it.
 func TestAgentCorpusUnmappedAliases(t *testing.T) {
 	t.Parallel()
 	p := newTestProcess(t)
@@ -225,7 +225,7 @@ func TestAgentCorpusUnmappedAliases(t *testing.T) {
 	srv := openaitest.New(launchAll(t, types))
 	defer srv.Close()
 	p.env["OPENAI_API_KEY"] = "sk-test"
-	run := p.runStoke(t, "-p", "Launch.", "--provider", "openai", "--base-url", srv.URL(), "--model", corpusParentModel)
+	run := p.runStoke(t, "-p", "Launch.", "--provider", "openai", "--base-url", srv.URL(), "--model", corpusParentModel, "--debug")
 	if run.code != 0 {
 		t.Fatalf("run: exit %d, stderr:\n%s", run.code, run.stderr)
 	}
@@ -256,6 +256,18 @@ func TestAgentCorpusUnmappedAliases(t *testing.T) {
 	}
 	if n := strings.Count(run.stderr, "is an alias that model-aliases does not map"); n != aliased || aliased < 15 {
 		t.Errorf("%d alias warnings; want one per aliased corpus file (%d):\n%s", n, aliased, run.stderr)
+	}
+	// Without --debug: one warning line for all the agent files, naming them.
+	quiet := p.runStoke(t, "-p", "Launch.", "--provider", "openai", "--base-url", srv.URL(), "--model", corpusParentModel,
+		"--session-id", "00000000-0000-4000-8000-0000000000a2")
+	var agentLines []string
+	for line := range strings.SplitSeq(quiet.stderr, "\n") {
+		if strings.Contains(line, `msg="agent definition`) && strings.Contains(line, "level=WARN") {
+			agentLines = append(agentLines, line)
+		}
+	}
+	if len(agentLines) != 1 || !strings.Contains(agentLines[0], "stoke agents check") || !strings.Contains(agentLines[0], ".claude/agents/") {
+		t.Errorf("agent-file warnings of a run: %q; want one line naming the files; stderr:\n%s", agentLines, quiet.stderr)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/stoke-cli/stoke/agents/catalog"
 	"github.com/stoke-cli/stoke/agents/hooks"
 	"github.com/stoke-cli/stoke/agents/llm/scripted"
+	"github.com/stoke-cli/stoke/agents/mcp"
 	"github.com/stoke-cli/stoke/agents/tools"
 )
 
@@ -128,6 +130,7 @@ func checkAgents(deps *Deps, flags *pflag.FlagSet) error {
 	if _, err := cfg.validate(); err != nil {
 		return err
 	}
+	resolveParentModel(cfg, slog.New(slog.DiscardHandler))
 	mcpOpts, mcpWarnings, err := loadMCP(flags, cfg, deps.LookupEnv, cwd)
 	if err != nil {
 		return err
@@ -224,6 +227,35 @@ func (r *checkReport) definition(f catalog.Found, mctx catalog.MCPContext) check
 			if !u.Used {
 				out.Warnings = append(out.Warnings, fmt.Sprintf("mcpServers: %s ignored: %s", u.Name, u.Note))
 			}
+		}
+		out.Warnings = append(out.Warnings, unconfiguredMCPTools(d, mctx)...)
+	}
+	return out
+}
+
+// unconfiguredMCPTools warns about each MCP tool d's tools list names (mcp__server__tool,
+// or mcp__server for all of a server's) whose server neither the run configures nor d
+// names in its mcpServers: the agent runs without it.
+func unconfiguredMCPTools(d catalog.Definition, mctx catalog.MCPContext) []string {
+	var servers []string
+	for name := range mctx.Configured {
+		servers = append(servers, name)
+	}
+	for _, srv := range d.MCPServers {
+		servers = append(servers, srv.Name)
+	}
+	var out []string
+	for _, t := range d.Tools {
+		if !strings.HasPrefix(t, mcp.Prefix) {
+			continue
+		}
+		known := slices.ContainsFunc(servers, func(s string) bool {
+			prefix := mcp.ServerPrefix(s)
+			return strings.HasPrefix(t, prefix) || t == strings.TrimSuffix(prefix, "__")
+		})
+		if !known {
+			server, _, _ := strings.Cut(strings.TrimPrefix(t, mcp.Prefix), "__")
+			out = append(out, fmt.Sprintf("tools: %s is a tool of MCP server %q, which is not configured (--mcp-config, mcp-servers, .mcp.json or the agent's mcpServers): the agent runs without it", t, server))
 		}
 	}
 	return out

@@ -77,7 +77,7 @@ func TestAgentsCheck(t *testing.T) {
 	claude := writeFile(t, filepath.Join(p.cwd, ".claude", "agents", "reviewer.md"), `---
 name: reviewer
 description: Reviews.
-tools: Read, Grep, WebFetch
+tools: Read, Grep, WebFetch, mcp__github__create_issue, mcp__own, mcp__jira__search
 model: sonnet
 permissionMode: bypassPermissions
 maxTurns: 9
@@ -87,6 +87,8 @@ mcpServers:
 hooks:
   PreToolUse:
     - command: ./guard.sh
+  Notification:
+    - command: ./notify.sh
   SubagentStop:
     - command: ./check.sh
 ---
@@ -114,7 +116,7 @@ Review.
 	if rev.Model != "gpt-4.1" || rev.ModelInherited || rev.ModelField.Alias != "sonnet" {
 		t.Errorf("model: %q inherited %v field %+v", rev.Model, rev.ModelInherited, rev.ModelField)
 	}
-	if diff := cmp.Diff([]string{"read_file", "grep"}, rev.Tools); diff != "" || rev.AllTools || !slicesEqual(rev.UnknownTools, []string{"WebFetch"}) {
+	if diff := cmp.Diff([]string{"read_file", "grep", "mcp__github__create_issue", "mcp__own", "mcp__jira__search"}, rev.Tools); diff != "" || rev.AllTools || !slicesEqual(rev.UnknownTools, []string{"WebFetch"}) {
 		t.Errorf("tools %q all %v unknown %q", rev.Tools, rev.AllTools, rev.UnknownTools)
 	}
 	if rev.Mode != "auto-edit" || rev.MaxTurns != 9 || len(rev.Hooks) != 0 {
@@ -127,7 +129,10 @@ Review.
 	if diff := cmp.Diff(wantMCP, rev.MCPServers); diff != "" {
 		t.Errorf("MCP servers (-want +got):\n%s", diff)
 	}
-	for _, w := range []string{"stoke has no WebFetch", "stoke does not run PreToolUse hooks", "approval mode yolo ignored", "hooks ignored: the project is not trusted", "mcpServers: own ignored"} {
+	if n := countSub(rev.Warnings, "which is not configured"); n != 1 || !containsSub(rev.Warnings, `tools: mcp__jira__search is a tool of MCP server "jira", which is not configured`) {
+		t.Errorf("want one warning about the jira tool (github is configured, own is the agent's), got %q", rev.Warnings)
+	}
+	for _, w := range []string{"stoke has no WebFetch", "stoke does not run Notification hooks", "approval mode yolo ignored", "hooks ignored: the project is not trusted", "mcpServers: own ignored"} {
 		if !containsSub(rev.Warnings, w) {
 			t.Errorf("no warning %q in %q", w, rev.Warnings)
 		}
@@ -145,7 +150,7 @@ Review.
 
 	// Trusted: the project's hooks and inline servers count; --bare: only mine.
 	r, _ = checkJSON(t, p, "--trust-project")
-	if rev := r.byName("reviewer")[1]; !slicesEqual(rev.Hooks, []string{"SubagentStop"}) || !rev.MCPServers[1].Used || rev.Mode != "default" {
+	if rev := r.byName("reviewer")[1]; !slicesEqual(rev.Hooks, []string{"SubagentStop", "PreToolUse"}) || !rev.MCPServers[1].Used || rev.Mode != "default" {
 		t.Errorf("trusted: hooks %q, own server %+v, mode %q", rev.Hooks, rev.MCPServers[1], rev.Mode)
 	}
 	r, _ = checkJSON(t, p, "--bare")
@@ -223,4 +228,15 @@ func containsSub(list []string, sub string) bool {
 		}
 	}
 	return false
+}
+
+// countSub counts the strings of ss that contain sub.
+func countSub(ss []string, sub string) int {
+	n := 0
+	for _, s := range ss {
+		if strings.Contains(s, sub) {
+			n++
+		}
+	}
+	return n
 }

@@ -8,11 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/stoke-cli/stoke/agents/structured"
 	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/headless"
 	"github.com/stoke-cli/stoke/headless/sdkhost"
@@ -96,6 +98,7 @@ func claudeFlags() []claudeFlag {
 		{name: "forward-subagent-text", typ: flagBool, usage: "stream subagents' messages (stoke always does)"},
 		{name: "disable-slash-commands", typ: flagBool, usage: "no skills or slash commands (stoke has none)"},
 		{name: "no-chrome", typ: flagBool, usage: "no Chrome integration (stoke has none)"},
+		{name: "json-schema", typ: flagString, usage: "a JSON Schema (JSON text, or @FILE) the final answer must match: the result's structured_output"},
 
 		// Accepted with a warning.
 		{name: "setting-sources", typ: flagString, ignored: "stoke reads its own settings (.stoke/settings.yaml), not Claude Code's"},
@@ -114,8 +117,6 @@ func claudeFlags() []claudeFlag {
 		{name: "resume-drops-turn", typ: flagString, ignored: "a resumed session continues from its last message"},
 		{name: "include-hook-events", typ: flagBool, ignored: "stoke writes no hook events"},
 		{name: "replay-user-messages", typ: flagBool, ignored: "stoke does not echo user messages"},
-		{name: "json-schema", typ: flagString, ignored: "stoke has no structured output (no structured_output in the result)",
-			instead: "ask for JSON in the prompt and check the result text (jq)"},
 		{name: "effort", typ: flagString, ignored: "stoke sends no reasoning effort"},
 		{name: "thinking", typ: flagString, ignored: "stoke sends no thinking configuration"},
 		{name: "thinking-display", typ: flagString, ignored: "stoke sends no thinking configuration"},
@@ -191,6 +192,10 @@ func declareHidden(f *pflag.FlagSet, flags []claudeFlag) {
 type claudeOptions struct {
 	sdk           sdkhost.Options
 	noPersistence bool
+	// outputSchema is --json-schema; outputAttempts is MAX_STRUCTURED_OUTPUT_RETRIES (0:
+	// the default).
+	outputSchema   *structured.Schema
+	outputAttempts int
 	// warnings are logged once the logger exists, one line each.
 	warnings []claudeWarning
 	// host describes the SDK host from its environment, for a debug line.
@@ -293,6 +298,9 @@ func applyClaudeFlags(f *pflag.FlagSet, in claudeInput) (*claudeOptions, error) 
 		o.sdk.Agents = defs
 	}
 	o.noPersistence, _ = f.GetBool("no-session-persistence")
+	if err := o.structuredOutput(f, changed, in); err != nil {
+		return nil, err
+	}
 
 	if v, ok := in.lookupEnv("CLAUDE_CODE_SDK_READS_SESSION_STATE"); ok && v == "1" {
 		o.sdk.SessionStates = true
@@ -303,6 +311,27 @@ func applyClaudeFlags(f *pflag.FlagSet, in claudeInput) (*claudeOptions, error) 
 		}
 	}
 	return o, nil
+}
+
+// structuredOutput reads --json-schema (JSON text, or @FILE relative to cwd) and Claude
+// Code's MAX_STRUCTURED_OUTPUT_RETRIES, the answers a turn may give before it fails.
+func (o *claudeOptions) structuredOutput(f *pflag.FlagSet, changed func(string) bool, in claudeInput) error {
+	if changed("json-schema") {
+		v, _ := f.GetString("json-schema")
+		schema, err := structured.Load(v, in.cwd)
+		if err != nil {
+			return usageErrorf("invalid --json-schema: %v", err)
+		}
+		o.outputSchema = schema
+	}
+	if v, ok := in.lookupEnv("MAX_STRUCTURED_OUTPUT_RETRIES"); ok && strings.TrimSpace(v) != "" {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 1 {
+			return usageErrorf("invalid MAX_STRUCTURED_OUTPUT_RETRIES=%q: want a number of answers, 1 or more", v)
+		}
+		o.outputAttempts = n
+	}
+	return nil
 }
 
 // systemPrompts reads --system-prompt, --append-system-prompt and their -file forms, which

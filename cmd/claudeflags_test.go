@@ -118,6 +118,8 @@ func TestClaudeFlagsNeverExit2(t *testing.T) {
 				val = `{"a":{"description":"d","prompt":"p"}}`
 			case "mcp-config", "settings", "managed-settings":
 				val = `{"mcpServers":{}}`
+			case "json-schema":
+				val = `{"type":"object"}` // a value that is not a schema is a usage error
 			case "system-prompt-file", "append-system-prompt-file":
 				val = "prompt.txt" // written below: a missing file is a usage error
 			}
@@ -240,19 +242,35 @@ func TestClaudeFlagsDocumented(t *testing.T) {
 	if !ok {
 		t.Fatal(`docs/claude-code-flags.md has no "## Every flag" section`)
 	}
-	documented := map[string]bool{}
+	documented := map[string]string{} // flag -> what its row says stoke does
 	flagName := regexp.MustCompile("`(--[A-Za-z-]+)`")
 	for _, line := range strings.Split(table, "\n") {
-		first, _, _ := strings.Cut(strings.TrimPrefix(line, "| "), " | ")
+		first, rest, _ := strings.Cut(strings.TrimPrefix(line, "| "), " | ")
+		does, _, _ := strings.Cut(rest, " | ")
 		for _, m := range flagName.FindAllStringSubmatch(first, -1) {
-			documented[m[1]] = true
+			documented[m[1]] = does
 		}
 	}
 	deps, _, _ := newTestProcess(t).deps()
 	root := NewRootCmd(deps, nil).Flags()
 	for _, cf := range claudeFlags() {
-		if !documented["--"+cf.name] {
+		does, ok := documented["--"+cf.name]
+		if !ok {
 			t.Errorf("--%s has no row in docs/claude-code-flags.md", cf.name)
+			continue
+		}
+		// The row says what the code does: honoured, a warning, or refused outside SDK mode.
+		want := "honoured"
+		switch {
+		case cf.name == "permission-prompt-tool":
+			want = "honoured for `stdio`"
+		case cf.instead != "":
+			want = "**refused**"
+		case cf.ignored != "":
+			want = "warning"
+		}
+		if does != want {
+			t.Errorf("docs/claude-code-flags.md says --%s is %q; the code makes it %q", cf.name, does, want)
 		}
 	}
 	for name := range documented {

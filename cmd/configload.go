@@ -141,6 +141,13 @@ func fileLayer(in configInput, all []setting) (settingsFiles, error) {
 	trusted := trust || listed(in.cwd, out.lists["trusted-projects"])
 	out.trusted = trusted && !bare
 	out.layers = []settingsLayer{{path: homePath, m: home}}
+	if !bare {
+		// Claude Code's project settings, for their hooks, before stoke's own: an event's
+		// hooks in .stoke/settings.yaml replace theirs.
+		layers, drop := readClaudeHooks(in.cwd, trusted, homePath)
+		out.layers = append(out.layers, layers...)
+		out.ignored = append(out.ignored, drop...)
+	}
 	if project := filepath.Join(in.cwd, ".stoke", settingsFile); !bare && project != homePath {
 		m, drop, err := readProjectSettings(project, in.cwd, all)
 		if err != nil {
@@ -176,9 +183,12 @@ func (f *settingsFiles) merge(l settingsLayer, cwd string) error {
 		maps.Copy(f.prices, ps)
 	}
 	if hk, ok := l.m["hooks"]; ok {
-		hc, err := hooks.ParseConfig(hk)
+		hc, unmet, err := hooks.Parse(hk)
 		if err != nil {
 			return usageErrorf("settings: hooks (from %s): %v", l.path, err)
+		}
+		for _, ev := range unmet {
+			f.ignored = append(f.ignored, ignoredKey{l.path, "hooks", fmt.Sprintf("stoke does not meet %s events: their hooks never run", ev)})
 		}
 		if l.project {
 			var warnings []string

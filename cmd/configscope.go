@@ -1,10 +1,12 @@
 package cmd
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -34,6 +36,57 @@ func readProjectSettings(path, cwd string, all []setting) (map[string]any, []ign
 		return nil, []ignoredKey{{path, "", fmt.Sprintf("it is a symbolic link to %s, outside the project", real)}}, nil
 	}
 	return readSettings(path, all)
+}
+
+// claudeSettings are Claude Code's project settings files, read for their hooks only:
+// .claude/settings.json, then .claude/settings.local.json.
+func claudeSettings() []string {
+	return []string{filepath.Join(".claude", "settings.json"), filepath.Join(".claude", "settings.local.json")}
+}
+
+// readClaudeHooks reads the hooks of Claude Code's project settings files (JSON) as
+// layers of the project: they count only when the project is trusted, as the hooks of
+// .stoke/settings.yaml; otherwise each file that has some is one warning. A file that is
+// a symbolic link out of the project, or does not parse, is one warning and nothing else
+// (these files are Claude Code's: stoke does not refuse to run over them). The rest of
+// their keys are Claude Code's own and are not read.
+func readClaudeHooks(cwd string, trusted bool, homePath string) ([]settingsLayer, []ignoredKey) {
+	var layers []settingsLayer
+	var ignored []ignoredKey
+	root, err := filepath.EvalSymlinks(cwd)
+	if err != nil {
+		return nil, nil
+	}
+	for _, rel := range claudeSettings() {
+		path := filepath.Join(cwd, rel)
+		real, err := filepath.EvalSymlinks(path)
+		if err != nil {
+			continue // none (or unreadable: Claude Code's business)
+		}
+		if !within(root, real) {
+			ignored = append(ignored, ignoredKey{path, "", fmt.Sprintf("it is a symbolic link to %s, outside the project", real)})
+			continue
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			ignored = append(ignored, ignoredKey{path, "", err.Error()})
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal(data, &m); err != nil {
+			ignored = append(ignored, ignoredKey{path, "", "its hooks are not read: it is not a JSON object: " + err.Error()})
+			continue
+		}
+		hk, ok := m["hooks"]
+		switch {
+		case !ok || hk == nil:
+		case !trusted:
+			ignored = append(ignored, ignoredKey{path, "hooks", fmt.Sprintf("the project is not trusted (pass --trust-project, or list it under trusted-projects in %s): hooks run commands", homePath)})
+		default:
+			layers = append(layers, settingsLayer{path: path, m: map[string]any{"hooks": hk}, project: true})
+		}
+	}
+	return layers, ignored
 }
 
 // within reports whether p is dir or below it (both clean and absolute).

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stoke-cli/stoke/agents/catalog"
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/llm/anthropic"
 	"github.com/stoke-cli/stoke/agents/llm/openai"
@@ -88,6 +89,30 @@ func newModel(cfg *Config, cwd string, lookupEnv func(string) (string, bool), lo
 	default:
 		return nil, usageErrorf("unknown provider %q: want one of %s", cfg.Provider,
 			strings.Join([]string{providerOpenAI, providerAnthropic, providerScripted}, ", "))
+	}
+}
+
+// resolveParentModel maps the parent's model (--model, STOKE_MODEL, settings) through
+// model-aliases, as an agent file's model is mapped (catalog.ResolveModel): --model
+// sonnet runs on what model-aliases says sonnet is. A name the map does not hold is sent
+// as written; an entry that cannot be honoured (it maps to inherit, or to another alias)
+// is a warning, and the name is sent as written.
+func resolveParentModel(cfg *Config, logger *slog.Logger) {
+	if cfg.Model == "" || len(cfg.ModelAliases) == 0 {
+		return
+	}
+	r := catalog.ResolveModel(cfg.Model, cfg.ModelAliases, cfg.Provider)
+	switch {
+	case r.Alias == "":
+	case r.Model != "":
+		logger.Debug("parent model mapped by model-aliases", "model", cfg.Model, "to", r.Model)
+		cfg.Model = r.Model
+	default:
+		problem := r.Problem
+		if problem == "" {
+			problem = fmt.Sprintf("model-aliases maps %q to inherit, and the parent has no model to inherit", r.Alias)
+		}
+		logger.Warn("model alias not applied to the parent's model: it is sent as written", "model", cfg.Model, "problem", problem)
 	}
 }
 

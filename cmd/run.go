@@ -61,6 +61,7 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, args []strin
 		logger.Warn("scenario ignored: it is used only by the scripted provider", "provider", cfg.Provider, "scenario", cfg.Scenario)
 	}
 
+	resolveParentModel(cfg, logger) // --model sonnet, as an agent's model: through model-aliases
 	serving := acpMode(flags, cfg)
 	var prompt string
 	var stdin io.Reader
@@ -91,6 +92,7 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, args []strin
 		Stdin:            stdin,
 		InputFormat:      cfg.InputFormat,
 		OutputFormat:     cfg.OutputFormat,
+		Verbose:          cfg.Verbose,
 		Stdout:           deps.Out,
 		Logger:           logger,
 		Model:            model,
@@ -122,6 +124,8 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, args []strin
 		Hooks:            cfg.Hooks,
 		MCP:              mcpOpts,
 		SDK:              claude.sdk,
+		OutputSchema:     claude.outputSchema,
+		OutputAttempts:   claude.outputAttempts,
 	}
 	if claude.noPersistence && cfg.Resume == "" && !cfg.Continue {
 		opts.Home = "" // --no-session-persistence: nothing is written under $STOKE_HOME

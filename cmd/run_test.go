@@ -68,6 +68,7 @@ func TestOptionsFromFlags(t *testing.T) {
 		MaxForeground:    2,
 		BackgroundAgents: false,
 		Bare:             true,
+		Verbose:          true,
 	}
 	if d := cmp.Diff(want, *got.opts, ignoreWiring); d != "" {
 		t.Errorf("Options (-want +got):\n%s", d)
@@ -372,5 +373,38 @@ func TestJoinPrompt(t *testing.T) {
 		if got := joinPrompt(tt.prompt, tt.stdin); got != tt.want {
 			t.Errorf("joinPrompt(%q, %q) = %q, want %q", tt.prompt, tt.stdin, got, tt.want)
 		}
+	}
+}
+
+// The parent's --model goes through model-aliases as an agent file's model does; a name
+// the map does not hold is sent as written, and an alias mapped to another alias is a
+// warning.
+func TestParentModelThroughAliases(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		model, want, warning string
+	}{
+		{"sonnet", "gpt-4.1", ""},
+		{"SONNET", "gpt-4.1", ""},
+		{"gpt-5-mini", "gpt-5-mini", ""},
+		{"fast", "fast", "model alias not applied to the parent's model"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.model, func(t *testing.T) {
+			t.Parallel()
+			p := newTestProcess(t)
+			p.env["OPENAI_API_KEY"] = "sk-test"
+			writeFile(t, filepath.Join(p.userHome, ".stoke", "settings.yaml"), "model-aliases:\n  sonnet: gpt-4.1\n  fast: haiku\n")
+			got := p.run(t, "-p", "hi", "--provider", "openai", "--model", tt.model)
+			if got.code != 0 || got.opts == nil {
+				t.Fatalf("exit code %d, stderr %q", got.code, got.stderr)
+			}
+			if got.opts.ModelName != tt.want {
+				t.Errorf("--model %s: the parent runs on %q, want %q", tt.model, got.opts.ModelName, tt.want)
+			}
+			if !strings.Contains(got.stderr, tt.warning) || tt.warning == "" && strings.Contains(got.stderr, "level=WARN") {
+				t.Errorf("stderr %q, want the warning %q", got.stderr, tt.warning)
+			}
+		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"github.com/stoke-cli/stoke/agents"
@@ -44,6 +45,8 @@ type Parts struct {
 	// reminder is added once to the next ordinary user prompt after a restore, with the
 	// notifications the parent had not read before the previous run ended.
 	reminder []llm.Block
+	// init is the system/init the session announced (reannounce copies it); set once.
+	init atomic.Pointer[streamjson.Init]
 }
 
 // Assemble builds the parts of a session from opts, in the named steps below, and
@@ -85,15 +88,21 @@ func Assemble(ctx context.Context, opts Options, cp *sdkhost.ControlPlane) (_ *P
 	return p, nil
 }
 
-// stream makes the event stream, the mailbox and the meter.
+// stream makes the event stream (with --output-format json --verbose, the messages kept
+// for the array printed at the end), the mailbox and the meter.
 func (p *Parts) stream() {
 	o := p.opts
-	evOut := io.Discard
-	if o.OutputFormat == OutputStreamJSON {
+	evOut, resOut := io.Discard, o.Stdout
+	var array *lineBuffer
+	switch {
+	case o.OutputFormat == OutputStreamJSON:
 		evOut = o.Stdout
+	case o.messageArray():
+		array = &lineBuffer{}
+		evOut, resOut = array, array // printed as one array at the end (events.flush)
 	}
-	p.events = &events{sink: o.Sink, enc: streamjson.NewEncoder(evOut, p.id, nil), out: streamjson.NewEncoder(o.Stdout, p.id, nil),
-		observe: o.Observe, logger: o.Logger}
+	p.events = &events{sink: o.Sink, enc: streamjson.NewEncoder(evOut, p.id, nil), out: streamjson.NewEncoder(resOut, p.id, nil),
+		observe: o.Observe, logger: o.Logger, array: array}
 	window := o.NotifyWindow
 	if window == 0 {
 		window = DefaultNotifyWindow
@@ -206,6 +215,7 @@ func (p *Parts) registry(ctx context.Context, cat catalog.Catalog) {
 		Lifecycle:        lifecycle,
 		Logger:           o.Logger,
 		NewID:            o.NewTaskID,
+		OutputAttempts:   o.OutputAttempts,
 		OnDispose:        o.OnDispose,
 	})
 	p.mb.active = p.reg.Unsettled
@@ -271,6 +281,9 @@ func (p *Parts) parentRuntime() {
 		History:   p.opened.history,
 		StopHook:  parentStopHook(o, p.id),
 		Tracer:    o.Tracer,
+		Output:    o.OutputSchema,
+		// The parent's answers that may fail the schema: its own cap.
+		OutputAttempts: o.OutputAttempts,
 	}
 	if ms, ok := o.Sink.(ModelSink); ok {
 		cfg.OnModelEvent = ms.ParentModelEvent
@@ -283,20 +296,23 @@ func (p *Parts) parentRuntime() {
 }
 
 // parentTools is the parent's tool set: the task tools, the MCP tools and the workspace
-// tools, through the host when there is one.
+// tools, through the host when there is one, each call between the settings' PreToolUse
+// and PostToolUse hooks.
 func (p *Parts) parentTools() *tools.Set {
 	own := append(agents.TaskTools(p.reg), p.mcp.parentTools(p.opts.SDK.DisallowedTools, p.ws.ws)...)
+	hooked := toolHooks(p.opts, p.id, nil)
 	if p.host != nil {
-		return p.host.Tools(own, p.ws.ws)
+		return hooked.Wrap(p.host.Tools(own, p.ws.ws))
 	}
 	wsTools, _ := p.ws.ws.Tools(nil)
-	return tools.NewSet(append(own, wsTools...)...)
+	return hooked.Wrap(tools.NewSet(append(own, wsTools...)...))
 }
 
 // subagentTools gives each new subagent runtime its tools (workspace.go), with the MCP
-// tools its type may use.
+// tools its type may use, each call between the PreToolUse and PostToolUse hooks of the
+// settings and of its definition.
 func (p *Parts) subagentTools(def catalog.Definition, root string) *tools.Set {
-	return p.ws.subagentTools(def, root, p.mcp)
+	return p.ws.subagentTools(def, root, p.mcp, toolHooks(p.opts, p.id, &def))
 }
 
 // announce emits system/init: the session as the model and its host will see it.
@@ -309,7 +325,22 @@ func (p *Parts) announce() {
 	init.MCPServers = p.mcp.statuses()
 	init.StokeVersion = o.Version
 	init.ClaudeCodeVersion = o.Version
+	announced := *init
+	p.init.Store(&announced)
 	p.events.emit(init)
+}
+
+// reannounce emits system/init again with model as the parent's: the SDK host changed
+// it (set_model), and a system message names the model from here on. Safe for
+// concurrent use once announce has run.
+func (p *Parts) reannounce(model string) {
+	first := p.init.Load()
+	if first == nil {
+		return // not announced yet (a set_model racing the start)
+	}
+	init := *first // a copy: its own uuid, the model set
+	init.UUID, init.Model = "", model
+	p.events.emit(&init)
 }
 
 // Close ends the session's hold on its parts: the registry is shut down (every turn

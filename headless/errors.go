@@ -26,6 +26,9 @@ var ErrTurnCancelled = errors.New("cancelled: the client cancelled the turn")
 // ErrMaxBudget: the run's cost went over --max-budget-usd (exit 1).
 var ErrMaxBudget = errors.New("maximum budget reached")
 
+// errPromptBlocked: a UserPromptSubmit command hook blocked a user prompt.
+var errPromptBlocked = errors.New("prompt blocked by a UserPromptSubmit hook")
+
 // resultErrorMaxBudget is the result subtype of a run that went over --max-budget-usd.
 const resultErrorMaxBudget = "error_max_budget_usd"
 

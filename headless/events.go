@@ -1,7 +1,10 @@
 package headless
 
 import (
+	"bytes"
+	"io"
 	"log/slog"
+	"sync"
 
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/streamjson"
@@ -37,6 +40,45 @@ type events struct {
 	surface func(streamjson.Event) streamjson.Event
 	observe func(streamjson.Event)
 	logger  *slog.Logger
+	// array holds the lines of enc and out with --output-format json --verbose, printed
+	// as one JSON array once the run is over (flush); nil otherwise.
+	array *lineBuffer
+}
+
+// lineBuffer is a writer that keeps each line written to it (an Encoder writes one per event).
+type lineBuffer struct {
+	mu  sync.Mutex
+	all [][]byte
+}
+
+func (l *lineBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.all = append(l.all, bytes.TrimSuffix(bytes.Clone(p), []byte("\n")))
+	return len(p), nil
+}
+
+// writeArray writes the lines kept as one JSON array, on one line.
+func (l *lineBuffer) writeArray(w io.Writer) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var b bytes.Buffer
+	b.WriteByte('[')
+	b.Write(bytes.Join(l.all, []byte(",")))
+	b.WriteString("]\n")
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// flush prints the array of the run's messages (--output-format json --verbose); nothing
+// otherwise.
+func (e *events) flush(w io.Writer) {
+	if e.array == nil {
+		return
+	}
+	if err := e.array.writeArray(w); err != nil {
+		e.logger.Debug("write messages", "err", err)
+	}
 }
 
 // emit writes one event on the stream.

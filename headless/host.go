@@ -67,7 +67,7 @@ func newHost(ctx context.Context, p *Parts) *sdkhost.Host {
 		Options: o.SDK, Control: p.cp, SDKMode: o.sdkMode(), Mode: o.knownApprovalMode(),
 		Model: p.model(), ModelName: o.ModelName, Priced: o.Prices.Known,
 		SessionID: p.id, CWD: o.CWD, TranscriptPath: transcript, Version: o.Version,
-		Emit: p.events.emit, Catalog: func() catalog.Catalog { return p.reg.Catalog() },
+		Emit: p.events.emit, Announce: p.reannounce, Catalog: func() catalog.Catalog { return p.reg.Catalog() },
 		Tasks: func() sdkhost.Tasks { return p.reg }, MCPServers: func() []mcp.Status { return p.mcp.m.Statuses() },
 		Logger: o.Logger,
 	})
@@ -128,8 +128,9 @@ func (s *session) endedEarly(runCtx, turnCtx context.Context, reason string) (bo
 	return true, nil
 }
 
-// userTurn runs one user turn: the host may block it first, and the parent's model may
-// not take its images or documents (an error result, and the session goes on).
+// userTurn runs one user turn: a UserPromptSubmit hook or the host may block it first,
+// and the parent's model may not take its images or documents (an error result, and a
+// stream-json session goes on; a text prompt's run ends).
 func (s *session) userTurn(ctx context.Context, msg llm.Message, perTurnResult bool) error {
 	if err := s.checkMedia(msg); err != nil {
 		s.opts.Logger.Warn("user message refused", "err", err)
@@ -137,13 +138,17 @@ func (s *session) userTurn(ctx context.Context, msg llm.Message, perTurnResult b
 		s.idle()
 		return nil
 	}
-	if s.host != nil {
-		var err error
-		if msg, err = s.host.SubmitPrompt(ctx, msg); err != nil {
-			s.writeResultAs(streamjson.ResultErrorDuringExecution, streamjson.TerminalHookStopped, err.Error())
-			s.idle()
-			return nil
+	msg, err := s.submitPrompt(ctx, msg)
+	if err == nil && s.host != nil {
+		msg, err = s.host.SubmitPrompt(ctx, msg)
+	}
+	if err != nil {
+		if !perTurnResult {
+			return err // the one text prompt: the run ends with the hook's result (fail)
 		}
+		s.writeResultAs(streamjson.ResultErrorDuringExecution, streamjson.TerminalHookStopped, err.Error())
+		s.idle()
+		return nil
 	}
 	s.promptCalls = 0 // a new prompt: --max-turns counts afresh
 	return s.turn(ctx, msg, perTurnResult)

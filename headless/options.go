@@ -10,6 +10,7 @@ import (
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/llm/price"
 	"github.com/stoke-cli/stoke/agents/secrets"
+	"github.com/stoke-cli/stoke/agents/structured"
 	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/agents/trace"
 	"github.com/stoke-cli/stoke/headless/sdkhost"
@@ -58,6 +59,9 @@ type Options struct {
 	OutputFormat string
 	// Stdout receives the event stream (or the final text / result object).
 	Stdout io.Writer
+	// Verbose (--verbose) with OutputJSON prints, instead of the result object alone, the
+	// array of every message of the run, the result last, as Claude Code does.
+	Verbose bool
 	// Logger writes diagnostics to stderr.
 	Logger *slog.Logger
 
@@ -143,6 +147,14 @@ type Options struct {
 	Observe func(streamjson.Event)
 	// SDK holds the Claude Code options a Claude Agent SDK host passes.
 	SDK sdkhost.Options
+	// OutputSchema, when set, asks the parent for a structured answer at every turn
+	// (--json-schema; an SDK host's initialize jsonSchema when this is nil): the result
+	// carries it as structured_output, --output-format text prints it as JSON.
+	OutputSchema *structured.Schema
+	// OutputAttempts caps the answers of one turn that may fail the schema, for the
+	// parent and for subagents whose definition declares an output schema (0:
+	// structured.DefaultMaxAttempts; MAX_STRUCTURED_OUTPUT_RETRIES).
+	OutputAttempts int
 	// Interactive makes the session a person's, driven turn by turn by an entry point that
 	// feeds Serve (the ACP server): the parent takes a turn only for an Input, and each
 	// gets its result event; notifications that arrive while the parent is idle are held
@@ -182,6 +194,10 @@ func (o Options) knownApprovalMode() tools.Mode {
 	}
 	return o.ApprovalMode
 }
+
+// messageArray reports whether the run prints the array of its messages
+// (--output-format json --verbose).
+func (o Options) messageArray() bool { return o.OutputFormat == OutputJSON && o.Verbose }
 
 // sdkMode reports whether the session speaks the control protocol: stream-json both ways.
 func (o Options) sdkMode() bool {

@@ -2,6 +2,7 @@ package headless
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/runtime"
+	"github.com/stoke-cli/stoke/agents/structured"
 	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/agents/trace"
 	"github.com/stoke-cli/stoke/headless/sdkhost"
@@ -67,10 +69,12 @@ func Run(ctx context.Context, opts Options) (err error) {
 // Run returns. The registry's turns live under the ctx p was assembled with; ctx ends
 // the loop (a signal, --timeout).
 func Serve(ctx context.Context, p *Parts, in <-chan Input) (err error) {
-	s := &session{Parts: p, reminder: p.reminder}
+	s := &session{Parts: p, reminder: append(p.reminder, p.sessionStart(ctx)...)}
 	defer func() { err = s.writeReport(err) }() // after close: the session as stored
 	defer p.Close()
 	err = s.run(ctx, in)
+	p.events.flush(p.opts.Stdout)
+	p.sessionEnd(ctx)
 	if p.host != nil {
 		p.host.Close()
 	}
@@ -120,7 +124,10 @@ type session struct {
 	apiTime     time.Duration
 	lastText    string
 	lastStop    string
-	wroteFinal  bool
+	// lastStructured is the structured answer of the last completed parent turn (nil
+	// unless the run asks for one).
+	lastStructured json.RawMessage
+	wroteFinal     bool
 }
 
 // run is the parent loop: user turns as they come, notification turns when idle, the
@@ -212,10 +219,10 @@ func (s *session) notified(ctx context.Context, due *time.Timer, streamIn bool) 
 // background policy, the final result, the error to exit with.
 func (s *session) end(ctx context.Context, usageErr error, streamIn bool) error {
 	if usageErr != nil {
-		if s.numTurns == 0 {
-			s.writeResultAs(streamjson.ResultErrorDuringExecution, streamjson.TerminalSetupFailed, usageErr.Error())
-		}
+		// The input could not be read: the last line on stdout is an error result that
+		// says so, after whatever the earlier turns and the background agents wrote.
 		s.endBackground(ctx)
+		s.writeResultAs(streamjson.ResultErrorDuringExecution, streamjson.TerminalSetupFailed, usageErr.Error())
 		return fmt.Errorf("%w: %w", ErrUsage, usageErr)
 	}
 	s.endBackground(ctx)
@@ -332,7 +339,7 @@ func (s *session) turn(ctx context.Context, msg llm.Message, perTurnResult bool)
 	s.numTurns += res.Stats.ModelCalls
 	s.promptCalls += res.Stats.ModelCalls
 	s.apiTime += res.Stats.APIDuration
-	s.lastText = res.FinalText
+	s.lastText, s.lastStructured = res.FinalText, res.Structured
 	switch res.Reason {
 	case runtime.ReasonCompleted:
 		s.lastStop = llm.StopEndTurn
@@ -354,6 +361,8 @@ func (s *session) turn(ctx context.Context, msg llm.Message, perTurnResult bool)
 		return fmt.Errorf("%w: %w", ErrRunFailed, res.Err)
 	case runtime.ReasonCancelled:
 		return res.Err
+	case runtime.ReasonOutputRetries:
+		return fmt.Errorf("%w: %w", ErrRunFailed, res.Err)
 	default:
 		return fmt.Errorf("%w: %w", ErrRunFailed, res.Err)
 	}
@@ -386,6 +395,14 @@ func (s *session) report(ctx context.Context, err error) error {
 	case errors.Is(err, errTimeout):
 		s.writeResultAs(streamjson.ResultErrorDuringExecution, streamjson.TerminalAborted, err.Error())
 		return fmt.Errorf("%w: %w", ErrRunFailed, err)
+	}
+	if errors.Is(err, errPromptBlocked) || errors.Is(err, sdkhost.ErrPromptBlocked) {
+		s.writeResultAs(streamjson.ResultErrorDuringExecution, streamjson.TerminalHookStopped, err.Error())
+		return fmt.Errorf("%w: %w", ErrRunFailed, err)
+	}
+	if ae := (*structured.AttemptsError)(nil); errors.As(err, &ae) {
+		s.writeResultAs(streamjson.ResultErrorMaxStructuredOutputRetries, streamjson.TerminalStructuredRetries, ae.Error())
+		return err
 	}
 	var ie *InterruptedError
 	if errors.As(err, &ie) || errors.As(context.Cause(ctx), &ie) {
@@ -436,7 +453,7 @@ func (s *session) writeResultAs(subtype, terminal, errText string) {
 	r.TotalCostUSD = cost
 	r.TerminalReason = terminal
 	if subtype == streamjson.ResultSuccess {
-		r.Result = s.lastText
+		r.Result, r.StructuredOutput = s.lastText, s.lastStructured
 		stop := s.lastStop
 		r.StopReason = &stop
 	} else {

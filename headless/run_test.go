@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/tidwall/gjson"
 	"go.uber.org/goleak"
 
@@ -280,9 +281,18 @@ func TestRunStreamJSONMalformedLine(t *testing.T) {
 	if !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "line 2") {
 		t.Fatalf("err = %v, want ErrUsage naming line 2", err)
 	}
+	// The first turn's result, then the error result of the line: the last line says the
+	// run failed, as its exit code does.
+	var rs []string
 	ls := lines(t, out.String())
-	if r := ls[len(ls)-1]; r.Get("type").String() != "result" || r.Get("result").String() != "echo: one" {
-		t.Errorf("want the first turn's result last, got %s", r.Raw)
+	for _, l := range ls {
+		if l.Get("type").String() == "result" {
+			rs = append(rs, l.Get("subtype").String()+" "+l.Get("result").String()+l.Get("errors.0").String())
+		}
+	}
+	want := []string{"success echo: one", "error_during_execution stdin line 2: not valid JSON"}
+	if diff := cmp.Diff(want, rs); diff != "" || ls[len(ls)-1].Get("type").String() != "result" {
+		t.Errorf("results (-want +got):\n%s", diff)
 	}
 }
 

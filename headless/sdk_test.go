@@ -404,8 +404,13 @@ func TestSDKMalformedLine(t *testing.T) {
 	if !errors.Is(err, ErrUsage) {
 		t.Fatalf("Run = %v, want ErrUsage", err)
 	}
-	if rs := filter(lines, isType("result")); len(rs) != 1 || rs[0].Get("result").Str != "echo: one" {
-		t.Errorf("the turn before the malformed line must run: %v", rs)
+	rs := filter(lines, isType("result"))
+	if len(rs) != 2 || rs[0].Get("result").Str != "echo: one" {
+		t.Fatalf("the turn before the malformed line must run, then an error result: %v", rs)
+	}
+	if last := lines[len(lines)-1]; last.Get("type").Str != "result" || last.Get("subtype").Str != "error_during_execution" ||
+		!strings.Contains(last.Get("errors.0").Str, "line 2") {
+		t.Errorf("the last line is %s, want the error result of the malformed line", last.Raw)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -24,13 +25,12 @@ import (
 // ceiling for all of them: a definition that names a higher mode runs under the run's,
 // with one warning.
 func loadCatalog(o Options, hostAgents []catalog.Definition) catalog.Catalog {
-	cat, warnings := catalog.LoadDefinitions(catalog.LoadOptions{
+	in := catalog.Inspect(catalog.LoadOptions{
 		ProjectDir: o.CWD, UserStokeHome: o.Home, Bare: o.Bare, TrustProject: o.TrustProject,
 		ModelAliases: o.ModelAliases, Provider: o.Provider, ParentModel: o.ModelName,
 	})
-	for _, w := range warnings {
-		o.Logger.Warn("agent definition", "warning", w)
-	}
+	cat := in.Catalog()
+	warnAgentFiles(o, in)
 	for _, d := range hostAgents {
 		model, problem := sdkhost.ResolveModel(d.Model, o.ModelAliases, o.Provider)
 		if problem != "" {
@@ -48,6 +48,27 @@ func loadCatalog(o Options, hostAgents []catalog.Definition) catalog.Catalog {
 		cat[name] = d
 	}
 	return cat
+}
+
+// warnAgentFiles reports the problems of the agent files in one warning line, naming the
+// files; each problem is a debug line, and `stoke agents check` shows them all. A project
+// of fifty agent files written for Claude Code would otherwise print a line for each.
+func warnAgentFiles(o Options, in catalog.Inspection) {
+	files := in.Troubled()
+	if len(files) == 0 {
+		return
+	}
+	for _, w := range in.Warnings {
+		o.Logger.Debug("agent definition", "warning", w)
+	}
+	shown := make([]string, len(files))
+	for i, f := range files {
+		shown[i] = f
+		if rel, err := filepath.Rel(o.CWD, f); err == nil && !strings.HasPrefix(rel, "..") {
+			shown[i] = rel
+		}
+	}
+	o.Logger.Warn("agent definitions with problems: `stoke agents check` shows them", "problems", len(in.Warnings), "files", strings.Join(shown, ", "))
 }
 
 // checkAgentPrices keeps --max-budget-usd honest for subagents: a subagent type on a
@@ -164,7 +185,7 @@ func (w *workspace) permissionRules(ws *tools.Workspace) *permission.Rules {
 // The set made for a type in the session's working directory, when it has no MCP tools,
 // is kept and shared by that type's runtimes (a Set is immutable and its tools are
 // stateless): a thousand agents of one type share one set of declarations.
-func (w *workspace) subagentTools(def catalog.Definition, root string, servers *mcpState) *tools.Set {
+func (w *workspace) subagentTools(def catalog.Definition, root string, servers *mcpState, hooked hooks.ToolHooks) *tools.Set {
 	if root == "" {
 		w.mu.Lock()
 		set := w.shared[def.Name]
@@ -185,7 +206,8 @@ func (w *workspace) subagentTools(def catalog.Definition, root string, servers *
 	ts = append(ts, mcpTools...)
 	unknown = slices.DeleteFunc(unknown, func(n string) bool { return strings.HasPrefix(n, mcp.Prefix) })
 	if len(unknown) > 0 {
-		w.opts.Logger.Warn("agent tools not available", "subagent_type", def.Name, "tools", unknown)
+		// The run's one line on agent files names it already (warnAgentFiles).
+		w.opts.Logger.Debug("agent tools not available", "subagent_type", def.Name, "tools", unknown)
 	}
 	taken := map[string]bool{} // the tools a bare disallowedTools name takes away
 	for _, r := range def.DisallowedTools {
@@ -194,7 +216,7 @@ func (w *workspace) subagentTools(def catalog.Definition, root string, servers *
 		}
 	}
 	ts = slices.DeleteFunc(ts, func(t tools.Tool) bool { return taken[t.Spec().Name] })
-	set := tools.NewSet(ts...)
+	set := hooked.Wrap(tools.NewSet(ts...))
 	if root == "" && len(mcpTools) == 0 {
 		w.mu.Lock()
 		w.shared[def.Name] = set

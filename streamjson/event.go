@@ -337,6 +337,9 @@ const (
 	ResultSuccess              = "success"
 	ResultErrorMaxTurns        = "error_max_turns"
 	ResultErrorDuringExecution = "error_during_execution"
+	// ResultErrorMaxStructuredOutputRetries: the model gave no valid structured answer
+	// (--json-schema, the SDK's outputFormat) in the answers it was allowed.
+	ResultErrorMaxStructuredOutputRetries = "error_max_structured_output_retries"
 )
 
 // Terminal reasons of a result (terminal_reason, the SDKs' TerminalReason): why the turn
@@ -350,6 +353,8 @@ const (
 	TerminalModelError  = "model_error"       // the model or its provider failed
 	TerminalSetupFailed = "turn_setup_failed" // the turn could not start (its input)
 	TerminalImageError  = "image_error"       // the model does not take the turn's media
+	// TerminalStructuredRetries: no valid structured answer in the answers allowed.
+	TerminalStructuredRetries = "structured_output_retry_exhausted"
 )
 
 // Result ends a run (or, with stream-json input, each turn).
@@ -366,7 +371,10 @@ type Result struct {
 	Usage             Usage                 `json:"usage"`
 	ModelUsage        map[string]ModelUsage `json:"modelUsage"`
 	PermissionDenials []PermissionDenial    `json:"permission_denials"`
-	Errors            []string              `json:"errors,omitempty"`
+	// StructuredOutput is the structured answer of a run asked for one (--json-schema,
+	// the SDK's outputFormat), on success.
+	StructuredOutput json.RawMessage `json:"structured_output,omitempty"`
+	Errors           []string        `json:"errors,omitempty"`
 }
 
 // PermissionDenial is a tool call that was refused (the SDKs' SDKPermissionDenial).

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stoke-cli/stoke/agents/hooks"
 	"github.com/stoke-cli/stoke/agents/mcp"
+	"github.com/stoke-cli/stoke/agents/structured"
 	"github.com/stoke-cli/stoke/agents/tools"
 )
 
@@ -71,6 +72,9 @@ type frontMatter struct {
 	Background bool     `yaml:"background"`
 
 	MCPServers mcpServerList `yaml:"mcpServers"` // defmcp.go
+	// OutputSchema is stoke's: a JSON Schema (as YAML, or JSON text) the agent's answer
+	// must match; the task then returns the object.
+	OutputSchema yaml.Node `yaml:"outputSchema"`
 }
 
 // parsed is one definition file as parseDefinition reads it, with what it made of it.
@@ -142,6 +146,9 @@ func parseDefinition(source string, data []byte) (parsed, error) {
 	d.HasHooks = d.Hooks.Len() > 0
 	if !d.HasHooks {
 		d.Hooks = nil
+	}
+	if d.OutputSchema, err = outputSchema(&fm.OutputSchema); err != nil {
+		return parsed{}, err
 	}
 	if len(fm.Skills) > 0 {
 		p.warnings = append(p.warnings, fmt.Sprintf("skills: stoke has no skills; %s not loaded", strings.Join(fm.Skills, ", ")))
@@ -216,9 +223,10 @@ func templatePrompt(prompt string) string {
 
 // agentHooks reads an agent file's hooks. Claude Code's Stop in an agent file is the
 // agent's own stop, so it becomes SubagentStop (as Claude Code converts it). An event
-// stoke does not run (PreToolUse, PostToolUse, ...) is left out with one warning naming
-// them all, so that the agent still loads; a hook of a supported event that cannot run
-// as written is an error (hooks.ParseConfig).
+// stoke does not run for an agent (UserPromptSubmit, SessionStart, SessionEnd, which
+// belong to the session, and the events stoke never meets: Notification, ...) is left
+// out with one warning naming them all, so that the agent still loads; a hook of an
+// event it runs that cannot run as written is an error (hooks.ParseConfig).
 func agentHooks(n *yaml.Node) (hooks.Config, []string, error) {
 	if n.Kind != yaml.MappingNode {
 		if n.Kind == 0 {
@@ -231,7 +239,7 @@ func agentHooks(n *yaml.Node) (hooks.Config, []string, error) {
 	var ignored []string
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		key, val := n.Content[i], n.Content[i+1]
-		ev, ok := supportedEvent(key.Value)
+		ev, ok := agentEvent(key.Value)
 		if !ok {
 			ignored = append(ignored, key.Value)
 			continue
@@ -256,15 +264,20 @@ func agentHooks(n *yaml.Node) (hooks.Config, []string, error) {
 	}
 	var warnings []string
 	if len(ignored) > 0 {
-		warnings = append(warnings, fmt.Sprintf("hooks: stoke does not run %s hooks; they are ignored (it runs %s)",
+		warnings = append(warnings, fmt.Sprintf("hooks: stoke does not run %s hooks in an agent file; they are ignored (it runs %s)",
 			strings.Join(ignored, ", "), eventNames()))
 	}
 	return out, warnings, nil
 }
 
-// supportedEvent matches a hooks key to an event stoke runs, ignoring case.
-func supportedEvent(key string) (hooks.Event, bool) {
-	for _, ev := range hooks.Events() {
+// agentEvents are the events an agent file's hooks may name.
+func agentEvents() []hooks.Event {
+	return []hooks.Event{hooks.SubagentStart, hooks.SubagentStop, hooks.Stop, hooks.PreToolUse, hooks.PostToolUse}
+}
+
+// agentEvent matches a hooks key to an event stoke runs for an agent, ignoring case.
+func agentEvent(key string) (hooks.Event, bool) {
+	for _, ev := range agentEvents() {
 		if strings.EqualFold(key, string(ev)) {
 			return ev, true
 		}
@@ -274,10 +287,35 @@ func supportedEvent(key string) (hooks.Event, bool) {
 
 func eventNames() string {
 	var names []string
-	for _, ev := range hooks.Events() {
+	for _, ev := range agentEvents() {
 		names = append(names, string(ev))
 	}
 	return strings.Join(names, ", ")
+}
+
+// outputSchema reads outputSchema: a JSON Schema written as YAML, or as JSON text.
+func outputSchema(n *yaml.Node) (*structured.Schema, error) {
+	if n.Kind == 0 || n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil, nil
+	}
+	var data []byte
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!str" {
+		data = []byte(n.Value)
+	} else {
+		var v any
+		if err := n.Decode(&v); err != nil {
+			return nil, fmt.Errorf("outputSchema: %w", err)
+		}
+		var err error
+		if data, err = json.Marshal(v); err != nil {
+			return nil, fmt.Errorf("outputSchema: %w", err)
+		}
+	}
+	s, err := structured.Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("outputSchema: %w", err)
+	}
+	return s, nil
 }
 
 // validName is what a subagent_type may look like: no spaces, no path separators.

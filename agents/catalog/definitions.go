@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stoke-cli/stoke/agents/hooks"
+	"github.com/stoke-cli/stoke/agents/structured"
 	"github.com/stoke-cli/stoke/agents/tools"
 )
 
@@ -49,6 +50,9 @@ type Definition struct {
 	// means no bound of its own. The registry ends a turn that runs out of time as a
 	// failure, not a cancellation.
 	MaxTime time.Duration
+	// OutputSchema, when set, asks the agent for a structured answer at every turn (an
+	// agent file's outputSchema, an SDK agent's): the task returns the object, as JSON.
+	OutputSchema *structured.Schema
 	// Source is the file it came from ("built-in" for built-ins).
 	Source string
 }

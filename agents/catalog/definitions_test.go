@@ -194,7 +194,7 @@ x
 			},
 		},
 		{
-			name: "hooks of events stoke does not run are left out with one warning",
+			name: "hooks of events stoke does not run for an agent are left out with one warning",
 			file: `---
 name: guarded
 hooks:
@@ -207,20 +207,28 @@ hooks:
     - command: ./start.sh
   PostToolUse:
     - command: ./after.sh
+  Notification:
+    - command: ./notify.sh
+  SessionStart:
+    - command: ./session.sh
 ---
 x
 `,
 			want: Definition{
 				Name: "guarded", Prompt: "x", Source: src, HasHooks: true,
-				Hooks: hooks.Config{hooks.SubagentStart: {{Command: "./start.sh", Timeout: hooks.DefaultTimeout}}},
+				Hooks: hooks.Config{
+					hooks.SubagentStart: {{Command: "./start.sh", Timeout: hooks.DefaultTimeout}},
+					hooks.PreToolUse:    {{Command: "./guard.sh", Timeout: hooks.DefaultTimeout, Matcher: "Bash"}},
+					hooks.PostToolUse:   {{Command: "./after.sh", Timeout: hooks.DefaultTimeout}},
+				},
 			},
-			warnings: []string{"hooks: stoke does not run PreToolUse, PostToolUse hooks; they are ignored (it runs SubagentStart, SubagentStop, Stop)"},
+			warnings: []string{"hooks: stoke does not run Notification, SessionStart hooks in an agent file; they are ignored (it runs SubagentStart, SubagentStop, Stop, PreToolUse, PostToolUse)"},
 		},
 		{
 			name:     "only hooks stoke does not run: no hooks",
-			file:     "---\nname: a\nhooks:\n  PreToolUse:\n    - command: ./guard.sh\n---\nx\n",
+			file:     "---\nname: a\nhooks:\n  Notification:\n    - command: ./notify.sh\n---\nx\n",
 			want:     Definition{Name: "a", Prompt: "x", Source: src},
-			warnings: []string{"hooks: stoke does not run PreToolUse hooks; they are ignored (it runs SubagentStart, SubagentStop, Stop)"},
+			warnings: []string{"hooks: stoke does not run Notification hooks in an agent file; they are ignored (it runs SubagentStart, SubagentStop, Stop, PreToolUse, PostToolUse)"},
 		},
 		{
 			name: "empty hooks are no hooks",

@@ -145,13 +145,34 @@ const maxDefinitionSize = 1 << 20
 // result does not depend on the order in which the file system lists files.
 func LoadDefinitions(o LoadOptions) (Catalog, []string) {
 	in := Inspect(o)
+	return in.Catalog(), in.Warnings
+}
+
+// Catalog is the catalog of what was found: each definition in use by its name.
+func (in Inspection) Catalog() Catalog {
 	c := make(Catalog)
 	for _, f := range in.Found {
 		if f.Err == "" && f.ShadowedBy == "" {
 			c[f.Definition.Name] = f.Definition
 		}
 	}
-	return c, in.Warnings
+	return c
+}
+
+// Troubled returns the files (and directories) that have warnings, each once, in the
+// order of Found: what a run names in its one summary line.
+func (in Inspection) Troubled() []string {
+	var out []string
+	for _, f := range in.Found {
+		if len(f.Warnings) > 0 || f.Err != "" {
+			out = append(out, f.Definition.Source)
+		}
+	}
+	for _, w := range in.DirWarnings {
+		dir, _, _ := strings.Cut(w, ": ")
+		out = append(out, dir)
+	}
+	return out
 }
 
 // Inspect reads what LoadDefinitions reads and reports every definition it found,

@@ -38,8 +38,8 @@ import (
 // Event names a point in the agent lifecycle at which hooks run.
 type Event string
 
-// The events hooks can be attached to. What a block means is the caller's to decide; the
-// convention (Claude Code's) is written on each.
+// The events hooks can be attached to: every event stoke meets. What a block means is the
+// caller's to decide; the convention (Claude Code's) is written on each.
 const (
 	// SubagentStart runs before a subagent's turn begins (a fresh launch, a resident
 	// continuation or a revival). Claude Code does not let it block; its hooks'
@@ -51,13 +51,40 @@ const (
 	// Stop runs when the parent agent's turn is about to end. A block means "do not
 	// stop": the parent goes on, with the Reason as its next instruction.
 	Stop Event = "Stop"
+	// PreToolUse runs before a tool call (the parent's and every subagent's; the matcher
+	// selects tool names). A block (exit 2, "decision":"block", permissionDecision deny)
+	// refuses the call, with the reason as its result; permissionDecision allow runs it
+	// without asking the approval mode, ask leaves it to the approval mode; updatedInput
+	// replaces its arguments.
+	PreToolUse Event = "PreToolUse"
+	// PostToolUse runs after a tool call. A block gives the model the reason with the
+	// result; additionalContext is added to the result.
+	PostToolUse Event = "PostToolUse"
+	// UserPromptSubmit runs before a user prompt reaches the parent. A block refuses the
+	// prompt (an error result, and the session goes on); additionalContext, or plain
+	// stdout, is added to the prompt as context.
+	UserPromptSubmit Event = "UserPromptSubmit"
+	// SessionStart runs once as a session starts (source startup or resume);
+	// additionalContext, or plain stdout, is context added to the first prompt.
+	SessionStart Event = "SessionStart"
+	// SessionEnd runs once as a session ends; it cannot block.
+	SessionEnd Event = "SessionEnd"
 )
 
 // Events returns the supported events, in a fixed order.
-func Events() []Event { return []Event{SubagentStart, SubagentStop, Stop} }
+func Events() []Event {
+	return []Event{SubagentStart, SubagentStop, Stop, PreToolUse, PostToolUse, UserPromptSubmit, SessionStart, SessionEnd}
+}
 
 // stops reports whether e is an event whose block means "go on".
 func (e Event) stops() bool { return e == Stop || e == SubagentStop }
+
+// tool reports whether e is about one tool call: its matchers select tool names.
+func (e Event) tool() bool { return e == PreToolUse || e == PostToolUse }
+
+// context reports whether plain stdout of a hook of e that exits 0 is context, as in
+// Claude Code.
+func (e Event) context() bool { return e == UserPromptSubmit || e == SessionStart }
 
 // DefaultTimeout bounds a hook that names no timeout.
 const DefaultTimeout = 60 * time.Second
@@ -71,8 +98,29 @@ type Hook struct {
 	// Matcher selects the targets the hook applies to: for SubagentStart and
 	// SubagentStop the subagent type. Empty or "*" matches everything; anything else is
 	// an unanchored regular expression, as in Claude Code ("reviewer", "^code-review$",
-	// "test|lint"). Stop has no target and ignores it.
+	// "test|lint"). For PreToolUse and PostToolUse it selects tool names, matched whole
+	// as Claude Code matches them ("Bash", "Write|Edit", "mcp__fs__.*"; see ForTool).
+	// The other events have no target and ignore it.
 	Matcher string
+}
+
+// MatchesTool reports whether h applies to a call of a tool known by any of names (its
+// name and Claude Code's for it): Empty or "*" matches every tool; anything else is a
+// regular expression that must match a whole name.
+func (h Hook) MatchesTool(names ...string) bool {
+	if h.Matcher == "" || h.Matcher == "*" {
+		return true
+	}
+	re, err := regexp.Compile("^(?:" + h.Matcher + ")$")
+	if err != nil {
+		return false
+	}
+	for _, n := range names {
+		if n != "" && re.MatchString(n) {
+			return true
+		}
+	}
+	return false
 }
 
 // Matches reports whether h applies to target (see Matcher). A matcher that is not a
@@ -97,12 +145,44 @@ func (c Config) Len() int {
 	return n
 }
 
-// For returns the hooks of ev that apply to target (the subagent type; "" for Stop).
+// For returns the hooks of ev that apply to target: the subagent type for SubagentStart
+// and SubagentStop; the events without a target (Stop, UserPromptSubmit, SessionStart,
+// SessionEnd) ignore it. For the tool events use ForTool.
 func (c Config) For(ev Event, target string) []Hook {
 	var out []Hook
 	for _, h := range c[ev] {
-		if ev == Stop || h.Matches(target) {
+		if ev.tool() {
+			if h.MatchesTool(target) {
+				out = append(out, h)
+			}
+			continue
+		}
+		if (ev != SubagentStart && ev != SubagentStop) || h.Matches(target) {
 			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// ForTool returns the hooks of a tool event (PreToolUse, PostToolUse) that apply to a
+// call of the tool known by names (see Hook.MatchesTool).
+func (c Config) ForTool(ev Event, names ...string) []Hook {
+	var out []Hook
+	for _, h := range c[ev] {
+		if h.MatchesTool(names...) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// Merge returns c with the hooks of other added after c's, event by event (a definition's
+// hooks after the settings').
+func (c Config) Merge(other Config) Config {
+	out := Config{}
+	for _, ev := range Events() {
+		if hs := append(append([]Hook(nil), c[ev]...), other[ev]...); len(hs) > 0 {
+			out[ev] = hs
 		}
 	}
 	return out
@@ -111,15 +191,27 @@ func (c Config) For(ev Event, target string) []Hook {
 // ParseConfig normalises the value of a `hooks:` key. v is a *yaml.Node (or yaml.Node),
 // or a value decoded generically from YAML or JSON (map[string]any and []any, as yaml
 // and viper produce); nil is an empty Config. Event names match case-insensitively,
-// because viper lower-cases keys. An unknown event, a hook type other than "command",
-// a hook without a command, a timeout that is not positive, or a matcher that is not a
-// regular expression is an error: a hook that cannot run as written must not be
-// dropped quietly, since it may be a guard. Unknown keys inside a hook are ignored.
+// because viper lower-cases keys. An event stoke does not meet, a hook type other than
+// "command", a hook without a command, a timeout that is not positive, or a matcher that
+// is not a regular expression is an error: a hook that cannot run as written must not
+// be dropped quietly, since it may be a guard. Unknown keys inside a hook are ignored.
 func ParseConfig(v any) (Config, error) {
+	cfg, unmet, err := Parse(v)
+	if err == nil && len(unmet) > 0 {
+		err = fmt.Errorf("hooks: event %q is not supported (supported: %s)", unmet[0], eventList())
+	}
+	return cfg, err
+}
+
+// Parse is ParseConfig, except that the hooks of an event stoke does not meet
+// (Notification, PreCompact, ...) are left out and their events returned, in the order
+// written, for a warning: a settings file written for Claude Code may name events stoke
+// never meets, and its other hooks still count.
+func Parse(v any) (cfg Config, unmet []string, err error) {
 	var n *yaml.Node
 	switch v := v.(type) {
 	case nil:
-		return Config{}, nil
+		return Config{}, nil, nil
 	case *yaml.Node:
 		n = v
 	case yaml.Node:
@@ -127,11 +219,11 @@ func ParseConfig(v any) (Config, error) {
 	default:
 		data, err := yaml.Marshal(v)
 		if err != nil {
-			return nil, fmt.Errorf("encode hooks config: %w", err)
+			return nil, nil, fmt.Errorf("encode hooks config: %w", err)
 		}
 		var doc yaml.Node
 		if err := yaml.Unmarshal(data, &doc); err != nil {
-			return nil, fmt.Errorf("decode hooks config: %w", err)
+			return nil, nil, fmt.Errorf("decode hooks config: %w", err)
 		}
 		n = &doc
 	}
@@ -140,7 +232,7 @@ func ParseConfig(v any) (Config, error) {
 
 // UnmarshalYAML lets a Config be a field of a struct decoded by yaml.
 func (c *Config) UnmarshalYAML(n *yaml.Node) error {
-	cfg, err := parseNode(n)
+	cfg, err := ParseConfig(n)
 	if err != nil {
 		return err
 	}
@@ -148,27 +240,29 @@ func (c *Config) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-func parseNode(n *yaml.Node) (Config, error) {
+func parseNode(n *yaml.Node) (Config, []string, error) {
 	n = resolve(n)
 	if n == nil || isNull(n) {
-		return Config{}, nil
+		return Config{}, nil, nil
 	}
 	if n.Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("hooks: want a map of event to hook list, got %s", kindName(n))
+		return nil, nil, fmt.Errorf("hooks: want a map of event to hook list, got %s", kindName(n))
 	}
 	cfg := Config{}
+	var unmet []string
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		key, val := n.Content[i], resolve(n.Content[i+1])
 		ev, ok := eventNamed(key.Value)
 		if !ok {
-			return nil, fmt.Errorf("hooks: line %d: event %q is not supported (supported: %s)", key.Line, key.Value, eventList())
+			unmet = append(unmet, key.Value)
+			continue
 		}
 		if _, dup := cfg[ev]; dup {
-			return nil, fmt.Errorf("hooks: line %d: event %s given twice", key.Line, ev)
+			return nil, nil, fmt.Errorf("hooks: line %d: event %s given twice", key.Line, ev)
 		}
 		hs, err := parseEntries(ev, val)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		cfg[ev] = hs
 	}
@@ -177,7 +271,7 @@ func parseNode(n *yaml.Node) (Config, error) {
 			delete(cfg, ev)
 		}
 	}
-	return cfg, nil
+	return cfg, unmet, nil
 }
 
 // parseEntries reads the list of one event: flat hooks, Claude's matcher groups, or both.
@@ -309,7 +403,7 @@ func eventNamed(s string) (Event, bool) {
 }
 
 func eventList() string {
-	names := make([]string, 0, 3)
+	names := make([]string, 0, len(Events()))
 	for _, e := range Events() {
 		names = append(names, string(e))
 	}

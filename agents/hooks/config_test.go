@@ -183,7 +183,7 @@ func TestParseConfigErrors(t *testing.T) {
 		name, yaml, want string
 	}{
 		{"not a map", "- command: a", "want a map of event to hook list"},
-		{"unknown event", "PreToolUse:\n  - command: a", `event "PreToolUse" is not supported`},
+		{"unknown event", "Notification:\n  - command: a", `event "Notification" is not supported`},
 		{"event twice", "Stop:\n  - command: a\nstop:\n  - command: b", "given twice"},
 		{"list is a map", "Stop:\n  command: a", "want a list of hooks"},
 		{"no command", "Stop:\n  - timeout: 5s", "hook has no command"},

@@ -17,79 +17,33 @@ import (
 	"github.com/stoke-cli/stoke/agents/secrets"
 )
 
-// Input is the JSON a hook reads on stdin. Every event carries hook_event_name,
-// session_id, cwd, task_id, subagent_type, turn and continuation (task_id and
-// subagent_type are "" and turn is the parent's for Stop). SubagentStop and Stop add
-// last_message (the final text of the turn) and stop_hook_active (true when the turn is
-// already going on because a stop hook blocked it; a hook should then let it stop, or it
-// loops). Claude Code's names are added for scripts written for it: agent_id and
-// agent_type (subagent events), last_assistant_message (stop events).
-type Input struct {
-	// Event is hook_event_name; Run fills it in when it is empty.
-	Event        Event
-	SessionID    string
-	CWD          string
-	TaskID       string
-	SubagentType string
-	// Turn counts the agent's instructions, as in task events (1 for the first).
-	Turn int
-	// Continuation is a streamjson.Continuation (fresh, resident or revived), as in task_started.
-	Continuation string
-	// TranscriptPath is the agent's transcript, when known.
-	TranscriptPath string
-	// LastMessage and StopHookActive are sent for SubagentStop and Stop only.
-	LastMessage    string
-	StopHookActive bool
-}
-
-// MarshalJSON writes the wire form described on Input.
-func (in Input) MarshalJSON() ([]byte, error) {
-	type wire struct {
-		HookEventName        Event   `json:"hook_event_name"`
-		SessionID            string  `json:"session_id"`
-		CWD                  string  `json:"cwd"`
-		TaskID               string  `json:"task_id"`
-		SubagentType         string  `json:"subagent_type"`
-		Turn                 int     `json:"turn"`
-		Continuation         string  `json:"continuation"`
-		TranscriptPath       string  `json:"transcript_path,omitempty"`
-		AgentID              string  `json:"agent_id,omitempty"`
-		AgentType            string  `json:"agent_type,omitempty"`
-		LastMessage          *string `json:"last_message,omitempty"`
-		LastAssistantMessage *string `json:"last_assistant_message,omitempty"`
-		StopHookActive       *bool   `json:"stop_hook_active,omitempty"`
-	}
-	w := wire{
-		HookEventName:  in.Event,
-		SessionID:      in.SessionID,
-		CWD:            in.CWD,
-		TaskID:         in.TaskID,
-		SubagentType:   in.SubagentType,
-		Turn:           in.Turn,
-		Continuation:   in.Continuation,
-		TranscriptPath: in.TranscriptPath,
-	}
-	if in.Event == SubagentStart || in.Event == SubagentStop {
-		w.AgentID, w.AgentType = in.TaskID, in.SubagentType
-	}
-	if in.Event.stops() {
-		w.LastMessage, w.LastAssistantMessage = &in.LastMessage, &in.LastMessage
-		w.StopHookActive = &in.StopHookActive
-	}
-	return json.Marshal(w)
-}
+// The permission decisions of PreToolUse hooks (hookSpecificOutput.permissionDecision).
+const (
+	DecisionAllow = "allow" // run the call without asking the approval mode
+	DecisionDeny  = "deny"  // refuse it
+	DecisionAsk   = "ask"   // leave it to the approval mode
+)
 
 // Outcome is what the hooks of one event decided.
 type Outcome struct {
-	// Block: at least one hook blocked the event (exit code 2, or
-	// {"decision":"block"} on stdout). For Stop and SubagentStop it means "do not stop":
-	// go on, with Reason as the next instruction.
+	// Block: at least one hook blocked the event (exit code 2, {"decision":"block"} on
+	// stdout, {"continue":false}, or for PreToolUse permissionDecision deny). For Stop
+	// and SubagentStop it means "do not stop": go on, with Reason as the next
+	// instruction; for PreToolUse, refuse the call.
 	Block bool
 	// Reason joins the reasons of the blocking hooks, one per line, in hook order.
 	Reason string
 	// AdditionalContext joins hookSpecificOutput.additionalContext from the hooks' JSON
-	// output (Claude Code's way for a SubagentStart hook to give the subagent context).
+	// output (Claude Code's way for a SubagentStart hook to give the subagent context),
+	// and for UserPromptSubmit and SessionStart the plain stdout of hooks that exit 0.
 	AdditionalContext string
+	// Decision is the PreToolUse permission decision of the hooks, the strongest of
+	// theirs (deny, then ask, then allow; "" when none gave one): DecisionAllow,
+	// DecisionDeny or DecisionAsk. A deny is also a Block.
+	Decision string
+	// UpdatedInput is the PreToolUse hookSpecificOutput.updatedInput of the last hook
+	// (in hook order) that gave one: the call's new arguments.
+	UpdatedInput json.RawMessage
 	// Failures describes each hook that could not start, exited with a code other than
 	// 0 or 2, or timed out. Failures are not fatal; they are also logged.
 	Failures []string
@@ -150,7 +104,7 @@ func (r *Runner) Run(ctx context.Context, ev Event, hooks []Hook, input any) (Ou
 	results := make([]result, len(hooks))
 	var wg sync.WaitGroup
 	for i, h := range hooks {
-		wg.Go(func() { results[i] = r.runOne(ctx, h, stdin, env) })
+		wg.Go(func() { results[i] = r.runOne(ctx, ev, h, stdin, env) })
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
@@ -176,21 +130,45 @@ func (r *Runner) Run(ctx context.Context, ev Event, hooks []Hook, input any) (Ou
 		if res.context != "" {
 			contexts = append(contexts, res.context)
 		}
+		if rank(res.decision) > rank(out.Decision) {
+			out.Decision = res.decision
+		}
+		if len(res.updated) > 0 {
+			out.UpdatedInput = res.updated
+		}
+	}
+	if out.Block && ev == PreToolUse {
+		out.Decision = DecisionDeny
 	}
 	out.Reason = strings.Join(reasons, "\n")
 	out.AdditionalContext = strings.Join(contexts, "\n")
 	return out, nil
 }
 
-// result is what one hook did.
-type result struct {
-	block   bool
-	reason  string
-	context string
-	failure string // non-empty: the hook failed
+// rank orders permission decisions: deny wins over ask, ask over allow.
+func rank(decision string) int {
+	switch decision {
+	case DecisionAllow:
+		return 1
+	case DecisionAsk:
+		return 2
+	case DecisionDeny:
+		return 3
+	}
+	return 0
 }
 
-func (r *Runner) runOne(ctx context.Context, h Hook, stdin []byte, env []string) result {
+// result is what one hook did.
+type result struct {
+	block    bool
+	reason   string
+	context  string
+	decision string          // PreToolUse's permissionDecision
+	updated  json.RawMessage // PreToolUse's updatedInput
+	failure  string          // non-empty: the hook failed
+}
+
+func (r *Runner) runOne(ctx context.Context, ev Event, h Hook, stdin []byte, env []string) result {
 	timeout := h.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
@@ -223,7 +201,7 @@ func (r *Runner) runOne(ctx context.Context, h Hook, stdin []byte, env []string)
 	}
 	switch code := cmd.ProcessState.ExitCode(); code {
 	case 0:
-		return fromJSON(stdout.String())
+		return fromJSON(ev, stdout.String())
 	case 2:
 		reason := strings.TrimSpace(stderr.String())
 		if reason == "" {
@@ -241,33 +219,69 @@ func (r *Runner) runOne(ctx context.Context, h Hook, stdin []byte, env []string)
 
 // hookOutput is the JSON a hook may print on stdout (Claude Code's fields; others ignored).
 type hookOutput struct {
+	Continue           *bool  `json:"continue"`
+	StopReason         string `json:"stopReason"`
 	Decision           string `json:"decision"`
 	Reason             string `json:"reason"`
 	HookSpecificOutput struct {
-		AdditionalContext string `json:"additionalContext"`
+		AdditionalContext        string          `json:"additionalContext"`
+		PermissionDecision       string          `json:"permissionDecision"`
+		PermissionDecisionReason string          `json:"permissionDecisionReason"`
+		UpdatedInput             json.RawMessage `json:"updatedInput"`
 	} `json:"hookSpecificOutput"`
 }
 
-// fromJSON reads the stdout of a hook that exited 0. Output that is not a JSON object is
-// plain output and decides nothing.
-func fromJSON(stdout string) result {
+// fromJSON reads the stdout of a hook of ev that exited 0. Output that is not a JSON
+// object is plain output: context for UserPromptSubmit and SessionStart, as in Claude
+// Code, and nothing for the other events.
+func fromJSON(ev Event, stdout string) result {
 	s := strings.TrimSpace(stdout)
-	if !strings.HasPrefix(s, "{") {
-		return result{}
-	}
 	var o hookOutput
-	if err := json.Unmarshal([]byte(s), &o); err != nil {
+	if !strings.HasPrefix(s, "{") || json.Unmarshal([]byte(s), &o) != nil {
+		if ev.context() {
+			return result{context: s}
+		}
 		return result{}
 	}
-	res := result{context: strings.TrimSpace(o.HookSpecificOutput.AdditionalContext)}
-	if o.Decision == "block" {
-		res.block = true
-		res.reason = strings.TrimSpace(o.Reason)
+	hs := o.HookSpecificOutput
+	res := result{context: strings.TrimSpace(hs.AdditionalContext)}
+	switch {
+	case o.Decision == "block":
+		res.block, res.reason = true, strings.TrimSpace(o.Reason)
 		if res.reason == "" {
 			res.reason = `blocked by a hook ("decision":"block" with no reason)`
 		}
+	case o.Continue != nil && !*o.Continue:
+		res.block, res.reason = true, strings.TrimSpace(o.StopReason)
+		if res.reason == "" {
+			res.reason = `stopped by a hook ("continue":false with no stopReason)`
+		}
+	}
+	if ev != PreToolUse {
+		return res
+	}
+	switch d := hs.PermissionDecision; {
+	case d == DecisionAllow || d == DecisionAsk:
+		res.decision = d
+	case d == DecisionDeny && !res.block:
+		res.block, res.reason = true, strings.TrimSpace(firstOf(hs.PermissionDecisionReason, o.Reason, "denied by a PreToolUse hook"))
+	case d == "" && o.Decision == "approve": // Claude Code's older form
+		res.decision = DecisionAllow
+	}
+	if u := bytes.TrimSpace(hs.UpdatedInput); len(u) > 0 && u[0] == '{' && json.Valid(u) {
+		res.updated = json.RawMessage(u)
 	}
 	return res
+}
+
+// firstOf returns the first of ss that is not blank.
+func firstOf(ss ...string) string {
+	for _, s := range ss {
+		if strings.TrimSpace(s) != "" {
+			return s
+		}
+	}
+	return ""
 }
 
 func (r *Runner) environ() ([]string, error) {

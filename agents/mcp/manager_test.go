@@ -30,7 +30,7 @@ func newInproc() *inproc {
 	type echoIn struct {
 		Message string `json:"message"`
 	}
-	sdk.AddTool(s, &sdk.Tool{Name: "echo", Description: "Echoes the message."},
+	sdk.AddTool(s, &sdk.Tool{Name: "echo", Description: "Echoes the message.", Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
 		func(_ context.Context, _ *sdk.CallToolRequest, in echoIn) (*sdk.CallToolResult, any, error) {
 			return text("echo: " + in.Message), nil, nil
 		})

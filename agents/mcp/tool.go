@@ -59,6 +59,8 @@ type Tool struct {
 	session *sdk.ClientSession
 	name    string // the server's name for it
 	spec    llm.ToolSpec
+	// readOnly: the server annotates the tool readOnlyHint (it changes nothing).
+	readOnly bool
 }
 
 func newTool(s *server, session *sdk.ClientSession, t *sdk.Tool, name string) *Tool {
@@ -70,7 +72,7 @@ func newTool(s *server, session *sdk.ClientSession, t *sdk.Tool, name string) *T
 		Name:        name,
 		Description: desc,
 		Parameters:  inputSchema(t.InputSchema),
-	}}
+	}, readOnly: t.Annotations != nil && t.Annotations.ReadOnlyHint}
 }
 
 // Server is the name of the tool's server.
@@ -78,6 +80,12 @@ func (t *Tool) Server() string { return t.server.name }
 
 // Spec implements tools.Tool: the server's description and input schema.
 func (t *Tool) Spec() llm.ToolSpec { return t.spec }
+
+// ReadOnly implements tools.ReadOnly: the server annotates the tool readOnlyHint, so
+// consecutive calls of it (and of other read-only tools) in one reply run together. A
+// hint is the server's word, as the MCP specification says; a server that is trusted to
+// run is trusted to say it.
+func (t *Tool) ReadOnly() bool { return t.readOnly }
 
 // Run implements tools.Tool: one tools/call. What the tool reports as an error
 // (isError) and what goes wrong on the way (the server is gone, the call timed out) are

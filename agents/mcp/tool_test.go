@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/stoke-cli/stoke/agents/tools"
 )
 
 func TestToolName(t *testing.T) {
@@ -114,5 +116,25 @@ func TestToolNamesTheModelAPIsAccept(t *testing.T) {
 	}
 	if len(answers) != 3 {
 		t.Errorf("the three colliding tools answered %v, want each its own", answers)
+	}
+}
+
+// A tool the server annotates readOnlyHint is read-only (its calls of one reply may run
+// together); any other is not, also through a Set.
+func TestReadOnlyHint(t *testing.T) {
+	m := newTestManager(t, newInproc(), "a")
+	ts := m.Tools(t.Context(), "a")
+	var list []tools.Tool
+	got := map[string]bool{}
+	for _, x := range ts {
+		list = append(list, x)
+		got[x.Spec().Name] = x.ReadOnly()
+	}
+	want := map[string]bool{"mcp__a__echo": true, "mcp__a__fail": false, "mcp__a__block": false}
+	set := tools.NewSet(list...)
+	for name, ro := range want {
+		if got[name] != ro || set.ReadOnly(name) != ro {
+			t.Errorf("%s: ReadOnly = %v (in a Set %v), want %v", name, got[name], set.ReadOnly(name), ro)
+		}
 	}
 }

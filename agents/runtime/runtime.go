@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/store"
+	"github.com/stoke-cli/stoke/agents/structured"
 	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/agents/trace"
 	"github.com/stoke-cli/stoke/streamjson"
@@ -23,6 +25,19 @@ const (
 	ReasonMaxTurns  = "max_turns"
 	ReasonError     = "error"
 	ReasonCancelled = "cancelled"
+	// ReasonOutputRetries: the model gave no valid structured answer (Config.Output) in
+	// the answers it was allowed; Err is a *structured.AttemptsError.
+	ReasonOutputRetries = "max_structured_output_retries"
+)
+
+// The interruption markers, as Claude Code writes them. A turn that is cancelled (an SDK
+// host's interrupt, a signal, --timeout, a stop request) closes its place in the history with
+// InterruptMarker, as a user message, before the next instruction is added: the model
+// sees that the request was stopped, and the next one is not merged into it. A tool call
+// it cut mid-way, or never let start, has InterruptedToolUse as its result.
+const (
+	InterruptMarker    = "[Request interrupted by user]"
+	InterruptedToolUse = "[Request interrupted by user for tool use]"
 )
 
 // DefaultMaxStopBlocks is how many times in one turn a Stop or SubagentStop hook may make
@@ -47,11 +62,15 @@ type TurnResult struct {
 	// FinalText is the text of the last assistant message, or the partial text so far when
 	// the turn was cancelled or failed.
 	FinalText string
-	// Reason is one of ReasonCompleted, ReasonMaxTurns, ReasonError, ReasonCancelled.
+	// Reason is one of ReasonCompleted, ReasonMaxTurns, ReasonError, ReasonCancelled,
+	// ReasonOutputRetries.
 	Reason string
 	// Err is the error that ended a turn that did not complete.
 	Err   error
 	Stats Stats
+	// Structured is the structured answer of a completed turn of an agent asked for one
+	// (Config.Output); FinalText is then its JSON text.
+	Structured json.RawMessage
 }
 
 // Inbox feeds a running agent the input that arrives while it works. Implementations are
@@ -115,6 +134,13 @@ type Config struct {
 	// OnModelEvent, when set, sees every event of every model call as it streams (text
 	// deltas, tool calls, retries, done), from the goroutine running Execute; it must not block.
 	OnModelEvent func(llm.Event)
+	// Output, when set, asks for a structured answer (output.go): the model is given the
+	// structured.ToolName tool, whose input must match the schema, and told to answer
+	// through it; the turn ends once it has, its TurnResult.Structured the answer.
+	Output *structured.Schema
+	// OutputAttempts caps the answers of one turn that may fail the schema (0:
+	// structured.DefaultMaxAttempts); past it the turn ends with ReasonOutputRetries.
+	OutputAttempts int
 	// History seeds the chat (transcript revival). The runtime owns the slice afterwards.
 	History []llm.Message
 	// Now is the clock; nil means time.Now.
@@ -154,6 +180,9 @@ func New(cfg Config) *Runtime {
 	if cfg.MaxStopBlocks == 0 {
 		cfg.MaxStopBlocks = DefaultMaxStopBlocks
 	}
+	if cfg.Output != nil {
+		cfg.System = strings.TrimSpace(cfg.System + "\n\n" + structured.Instruction)
+	}
 	return &Runtime{cfg: cfg}
 }
 
@@ -190,6 +219,9 @@ func (r *Runtime) Execute(ctx context.Context, instruction llm.Message) (TurnRes
 		} else {
 			r.tools = tools.NewSet()
 		}
+		if r.cfg.Output != nil {
+			r.tools = r.tools.With(r.cfg.Output.Tool())
+		}
 	}
 	r.stats = Stats{}
 	res := r.loop(ctx, instruction)
@@ -204,13 +236,25 @@ func (r *Runtime) Execute(ctx context.Context, instruction llm.Message) (TurnRes
 func (r *Runtime) loop(ctx context.Context, instruction llm.Message) TurnResult {
 	start := r.cfg.Now()
 	var final, partial string
+	ans := r.newAnswer()
 	finish := func(reason string, err error) TurnResult {
+		if reason == ReasonCancelled {
+			// The history is closed where the turn stopped; a transcript that cannot take
+			// the marker reports it, but the turn was cancelled all the same.
+			if aerr := r.add(llm.UserText(InterruptMarker)); aerr != nil && err == nil {
+				err = aerr
+			}
+		}
 		r.stats.Duration = r.cfg.Now().Sub(start)
 		text := final
 		if reason != ReasonCompleted && text == "" {
 			text = partial
 		}
-		return TurnResult{FinalText: text, Reason: reason, Err: err, Stats: r.stats}
+		res := TurnResult{FinalText: text, Reason: reason, Err: err, Stats: r.stats}
+		if reason == ReasonCompleted && ans != nil {
+			res.FinalText, res.Structured = string(ans.value), ans.value
+		}
+		return res
 	}
 	if err := r.add(instruction); err != nil {
 		return finish(ReasonError, err)
@@ -240,45 +284,73 @@ func (r *Runtime) loop(ctx context.Context, instruction llm.Message) TurnResult 
 		if t := reply.Text(); t != "" {
 			partial = t
 		}
-		uses := reply.ToolUses()
-		if len(uses) == 0 {
-			if r.cfg.StopHook != nil && ctx.Err() == nil {
-				if goOn := r.cfg.StopHook(ctx, reply.Text(), stopBlocks > 0); goOn != "" {
-					// A Stop hook asked the agent to go on: the same instruction continues,
-					// so the statistics keep adding up; past the cap, the turn ends.
-					stopBlocks++
-					if limit := r.cfg.MaxStopBlocks; limit > 0 && stopBlocks > limit {
-						final = reply.Text()
-						return finish(ReasonMaxTurns, fmt.Errorf("%w: it blocked %d times in a row, at most %d are allowed", ErrStopLoop, stopBlocks, limit))
-					}
-					if err := r.add(llm.UserText(goOn)); err != nil {
-						return finish(ReasonError, err)
-					}
-					continue
-				}
+		var goOn []llm.Message
+		if uses := reply.ToolUses(); len(uses) > 0 {
+			results, times := r.runTools(ctx, uses)
+			if err := r.addInfo(results, store.MessageInfo{Calls: times}); err != nil {
+				return finish(ReasonError, err)
 			}
-			if r.cfg.Inbox != nil {
-				if more := r.cfg.Inbox.Settle(reply.Text()); len(more) > 0 {
-					for _, m := range more {
-						if err := r.add(m); err != nil {
-							return finish(ReasonError, err)
-						}
-					}
-					continue
-				}
+			r.emit(streamjson.NewUser(results.Content))
+			if r.cfg.OnToolRound != nil {
+				r.cfg.OnToolRound(r.stats)
 			}
+			given, err := ans.fromTools(uses, results)
+			if err != nil {
+				return finish(ReasonOutputRetries, err)
+			}
+			if !given {
+				continue
+			}
+			// The structured answer ends the turn on its tool's result (an end-turn
+			// tool, as Claude Code has it): the agent stops here.
+		} else if remind, err := ans.fromText(reply.Text()); err != nil {
 			final = reply.Text()
+			return finish(ReasonOutputRetries, err)
+		} else if remind != "" {
+			goOn = []llm.Message{llm.UserText(remind)}
+		}
+		text := reply.Text()
+		if ans != nil && ans.value != nil {
+			text = string(ans.value) // what the turn answers: its Stop hooks and its outcome read it
+		}
+		if goOn == nil {
+			var reason string
+			if goOn, reason, err = r.stopping(ctx, text, &stopBlocks); err != nil {
+				final = text
+				return finish(reason, err)
+			}
+		}
+		if len(goOn) == 0 {
+			final = text
 			return finish(ReasonCompleted, nil)
 		}
-		results, times := r.runTools(ctx, uses)
-		if err := r.addInfo(results, store.MessageInfo{Calls: times}); err != nil {
-			return finish(ReasonError, err)
-		}
-		r.emit(streamjson.NewUser(results.Content))
-		if r.cfg.OnToolRound != nil {
-			r.cfg.OnToolRound(r.stats)
+		for _, m := range goOn {
+			if err := r.add(m); err != nil {
+				return finish(ReasonError, err)
+			}
 		}
 	}
+}
+
+// stopping is asked when the agent would end its turn with final: the input that makes
+// it go on (a Stop hook that blocks, input queued meanwhile), or none. Past the cap on
+// Stop hook blocks it returns the reason and error the turn ends with.
+func (r *Runtime) stopping(ctx context.Context, final string, stopBlocks *int) ([]llm.Message, string, error) {
+	if r.cfg.StopHook != nil && ctx.Err() == nil {
+		if goOn := r.cfg.StopHook(ctx, final, *stopBlocks > 0); goOn != "" {
+			// A Stop hook asked the agent to go on: the same instruction continues, so
+			// the statistics keep adding up; past the cap, the turn ends.
+			*stopBlocks++
+			if limit := r.cfg.MaxStopBlocks; limit > 0 && *stopBlocks > limit {
+				return nil, ReasonMaxTurns, fmt.Errorf("%w: it blocked %d times in a row, at most %d are allowed", ErrStopLoop, *stopBlocks, limit)
+			}
+			return []llm.Message{llm.UserText(goOn)}, "", nil
+		}
+	}
+	if r.cfg.Inbox != nil {
+		return r.cfg.Inbox.Settle(final), "", nil
+	}
+	return nil, "", nil
 }
 
 // add appends m to the chat and the store. A message of the same role as the last one is
@@ -420,18 +492,21 @@ func normalizeInput(in json.RawMessage) json.RawMessage {
 	return out
 }
 
-// runTools runs the calls concurrently and returns their results in call order, as one
-// user message, and when each ran. Every tool_use gets a result, even when ctx is
-// cancelled. The Admitted calls (Config.Order) take their places in the queues in call
-// order (callorder.go).
+// runTools runs the calls of one reply and returns their results in call order, as one
+// user message, and when each ran: in groups, one after the other, each group's calls
+// together (a run of calls that may overlap, or one Sequential call alone; callorder.go).
+// The Admitted calls take their places in the queues in call order. Every tool_use gets a
+// result, even when ctx is cancelled: a call the cancellation cut mid-way, or never let
+// start, is closed with InterruptedToolUse.
 func (r *Runtime) runTools(ctx context.Context, uses []llm.Block) (llm.Message, []store.CallTime) {
 	out := make([]llm.Block, len(uses))
 	times := make([]store.CallTime, len(uses))
+	orders := make([]CallOrder, len(uses))
 	rank := make([]int, len(uses))
 	n := 0
 	for i, u := range uses {
-		rank[i] = -1
-		if r.cfg.Order != nil && r.cfg.Order(u.Name) == Admitted {
+		orders[i], rank[i] = orderOf(r.cfg.Order, r.tools, u.Name), -1
+		if orders[i] == Admitted {
 			rank[i], n = n, n+1
 		}
 	}
@@ -439,26 +514,48 @@ func (r *Runtime) runTools(ctx context.Context, uses []llm.Block) (llm.Message, 
 	if n > 1 {
 		order = newCallOrder(n)
 	}
-	var wg sync.WaitGroup
-	for i, u := range uses {
-		wg.Go(func() {
-			tctx, span := trace.StartToolCall(ctx, r.cfg.Tracer, u.Name, u.ID)
-			if order != nil && rank[i] >= 0 {
-				tctx = withCallSlot(tctx, order, rank[i])
-				defer order.pass(rank[i])
+	for _, g := range groups(orders) {
+		var wg sync.WaitGroup
+		for i := g[0]; i < g[1]; i++ {
+			u := uses[i]
+			if ctx.Err() != nil {
+				if order != nil && rank[i] >= 0 {
+					order.pass(rank[i])
+				}
+				out[i] = llm.Block{Type: llm.BlockToolResult, ToolUseID: u.ID, Content: InterruptedToolUse, IsError: true}
+				continue
 			}
-			start := r.cfg.Now()
-			res := r.tools.Run(tctx, tools.Call{ID: u.ID, Name: u.Name, Input: u.Input})
-			times[i] = store.CallTime{ID: u.ID, Start: start.UTC(), DurationMS: r.cfg.Now().Sub(start).Milliseconds()}
-			if ctx.Err() != nil && !res.IsError && res.Content == "" {
-				res = tools.Errorf("cancelled: %v", context.Cause(ctx))
-			}
-			trace.EndToolCall(span, res.IsError)
-			out[i] = llm.Block{Type: llm.BlockToolResult, ToolUseID: u.ID, Content: res.Content, IsError: res.IsError}
-		})
+			wg.Go(func() {
+				tctx, span := trace.StartToolCall(ctx, r.cfg.Tracer, u.Name, u.ID)
+				if order != nil && rank[i] >= 0 {
+					tctx = withCallSlot(tctx, order, rank[i])
+					defer order.pass(rank[i])
+				}
+				start := r.cfg.Now()
+				res := r.tools.Run(tctx, tools.Call{ID: u.ID, Name: u.Name, Input: u.Input})
+				times[i] = store.CallTime{ID: u.ID, Start: start.UTC(), DurationMS: r.cfg.Now().Sub(start).Milliseconds()}
+				if ctx.Err() != nil && (res.IsError || res.Content == "") {
+					res = interrupted(res, context.Cause(ctx))
+				}
+				trace.EndToolCall(span, res.IsError)
+				out[i] = llm.Block{Type: llm.BlockToolResult, ToolUseID: u.ID, Content: res.Content, IsError: res.IsError}
+			})
+		}
+		wg.Wait()
 	}
-	wg.Wait()
 	r.stats.ToolUses += len(uses)
 	r.stats.LastTool = uses[len(uses)-1].Name
+	// A call the cancellation never let start has no time.
+	times = slices.DeleteFunc(times, func(c store.CallTime) bool { return c == store.CallTime{} })
 	return llm.Message{Role: llm.RoleUser, Content: out}, times
+}
+
+// interrupted is the result of a call the turn's cancellation cut mid-way: it says so
+// first, then what the tool reported (or the cause, when it reported nothing).
+func interrupted(res tools.Result, cause error) tools.Result {
+	detail := res.Content
+	if detail == "" && cause != nil {
+		detail = "cancelled: " + cause.Error()
+	}
+	return tools.Result{Content: strings.TrimSpace(InterruptedToolUse + "\n" + detail), IsError: true}
 }

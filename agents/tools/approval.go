@@ -82,10 +82,21 @@ type gate struct {
 
 func (g gate) Spec() llm.ToolSpec { return g.tool.Spec() }
 
+// ReadOnly implements ReadOnly: a tool that reads the workspace (KindRead), or a gated
+// tool that declares itself read-only (an MCP tool annotated readOnlyHint).
+func (g gate) ReadOnly() bool { return g.kind == KindRead || IsReadOnly(g.tool) }
+
 func (g gate) Run(ctx context.Context, call Call) Result {
 	w := g.w
 	if why, denied := g.deny(call); denied {
 		return g.refuse(call, why)
+	}
+	if preapproved(ctx) && g.liveMode() != ModePlan {
+		// A PreToolUse hook allowed the call: the mode and the Approver are not asked.
+		if why := g.protected(call, g.liveMode()); why != "" {
+			return g.refuse(call, why)
+		}
+		return g.run(ctx, call)
 	}
 	if w.mode.Allows(g.kind) {
 		if why := g.protected(call, w.mode); why != "" {
@@ -122,6 +133,31 @@ func (g gate) Run(ctx context.Context, call Call) Result {
 		}
 	}
 	return g.refuse(call, reason)
+}
+
+// liveMode is the mode the gate applies: the Approver's own (an SDK host's live mode)
+// when it has one, else the workspace's.
+func (g gate) liveMode() Mode {
+	if r, ok := g.w.approver.(modeReporter); ok {
+		return r.Mode()
+	}
+	return g.w.mode
+}
+
+type preapprovedKey struct{}
+
+// Preapproved returns ctx with the mark of a call that a PreToolUse hook allowed
+// (permissionDecision allow): the approval gate runs it without asking the approval mode
+// or the Approver. The deny rules and the protected paths still apply, and plan mode
+// stays read-only. A hook that says ask leaves ctx unmarked: the approval mode decides,
+// and the Approver (an SDK host, a person) when it does not allow the call.
+func Preapproved(ctx context.Context) context.Context {
+	return context.WithValue(ctx, preapprovedKey{}, true)
+}
+
+func preapproved(ctx context.Context) bool {
+	v, _ := ctx.Value(preapprovedKey{}).(bool)
+	return v
 }
 
 // run runs the call and redacts the result.

@@ -31,6 +31,21 @@ type Tool interface {
 	Run(ctx context.Context, call Call) Result
 }
 
+// ReadOnly is the optional ability of a Tool whose calls change nothing and are safe to
+// run alongside one another: read_file, glob, grep, an MCP tool its server annotates
+// readOnlyHint. The agent loop runs consecutive calls of such tools of one reply
+// together and every other call alone, in the order the model wrote them. A wrapper
+// that runs an inner tool (an approval gate, a hook) reports the inner tool's answer.
+type ReadOnly interface {
+	ReadOnly() bool
+}
+
+// IsReadOnly reports whether t declares itself read-only and safe in parallel (ReadOnly).
+func IsReadOnly(t Tool) bool {
+	r, ok := t.(ReadOnly)
+	return ok && r.ReadOnly()
+}
+
 // Call is one invocation of a tool.
 type Call struct {
 	ID    string          // the tool_use id
@@ -116,6 +131,26 @@ func (s *Set) Names() []string {
 	return out
 }
 
+// ReadOnly reports whether the tool named name declares itself read-only and safe in
+// parallel (ReadOnly); false for a tool the set does not hold.
+func (s *Set) ReadOnly(name string) bool {
+	if s == nil {
+		return false
+	}
+	i, ok := s.byName[name]
+	return ok && IsReadOnly(s.tools[i])
+}
+
+// With returns a new Set of s's tools followed by ts (a later tool with the name of an
+// earlier one is dropped, as in NewSet). s is not changed.
+func (s *Set) With(ts ...Tool) *Set {
+	var all []Tool
+	if s != nil {
+		all = append(all, s.tools...)
+	}
+	return NewSet(append(all, ts...)...)
+}
+
 // Run runs one call: an unknown tool or arguments that do not match the schema give an
 // error Result the model sees; they never fail the run.
 func (s *Set) Run(ctx context.Context, call Call) Result {
@@ -151,14 +186,46 @@ func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
+// Around returns a Set of the same tools, each call of which goes through around: it is
+// given the call and the func that runs it on s (schema check included), and returns the
+// result, so that it may act before and after the call, change its input, or not run it
+// (hooks do). The tools keep their specs and their ReadOnly declarations.
+func (s *Set) Around(around func(ctx context.Context, call Call, run func(context.Context, Call) Result) Result) *Set {
+	specs := s.Specs()
+	ts := make([]Tool, len(specs))
+	for i, spec := range specs {
+		ts[i] = wrapped{spec: spec, set: s, around: around}
+	}
+	return NewSet(ts...)
+}
+
+// wrapped is a tool of a Set run through a func (Set.Around).
+type wrapped struct {
+	spec   llm.ToolSpec
+	set    *Set
+	around func(context.Context, Call, func(context.Context, Call) Result) Result
+}
+
+func (w wrapped) Spec() llm.ToolSpec { return w.spec }
+
+// ReadOnly implements ReadOnly: the wrapped tool's declaration.
+func (w wrapped) ReadOnly() bool { return w.set.ReadOnly(w.spec.Name) }
+
+func (w wrapped) Run(ctx context.Context, call Call) Result { return w.around(ctx, call, w.set.Run) }
+
 // Func adapts a function to a Tool.
 type Func struct {
 	ToolSpec llm.ToolSpec
 	Fn       func(ctx context.Context, call Call) Result
+	// Parallel declares the tool read-only and safe in parallel (ReadOnly).
+	Parallel bool
 }
 
 // Spec implements Tool.
 func (f Func) Spec() llm.ToolSpec { return f.ToolSpec }
+
+// ReadOnly implements ReadOnly: f.Parallel.
+func (f Func) ReadOnly() bool { return f.Parallel }
 
 // Run implements Tool.
 func (f Func) Run(ctx context.Context, call Call) Result { return f.Fn(ctx, call) }

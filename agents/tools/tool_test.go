@@ -80,3 +80,39 @@ func TestNilSet(t *testing.T) {
 		t.Fatal("nil set ran a tool")
 	}
 }
+
+func TestSetAround(t *testing.T) {
+	t.Parallel()
+	ro := echoTool("ro").(Func)
+	ro.Parallel = true
+	var seen []string
+	s := NewSet(echoTool("echo"), ro).Around(func(ctx context.Context, c Call, run func(context.Context, Call) Result) Result {
+		seen = append(seen, c.Name)
+		if c.Name == "ro" {
+			c.Input = json.RawMessage(`{"text":"rewritten"}`)
+		}
+		res := run(ctx, c)
+		res.Content += "!"
+		return res
+	})
+	if got := strings.Join(s.Names(), ","); got != "echo,ro" {
+		t.Fatalf("Names = %s, want the wrapped set's", got)
+	}
+	if s.ReadOnly("echo") || !s.ReadOnly("ro") {
+		t.Fatalf("ReadOnly(echo)=%v ReadOnly(ro)=%v, want the wrapped tools' declarations", s.ReadOnly("echo"), s.ReadOnly("ro"))
+	}
+	for _, tc := range []struct{ tool, input, want string }{
+		{"echo", `{"text":"hi"}`, "echo:hi!"},
+		{"ro", `{"text":"hi"}`, "ro:rewritten!"},
+	} {
+		if got := s.Run(t.Context(), Call{Name: tc.tool, Input: json.RawMessage(tc.input)}); got.Content != tc.want {
+			t.Errorf("Run(%s) = %q, want %q", tc.tool, got.Content, tc.want)
+		}
+	}
+	if res := s.Run(t.Context(), Call{Name: "echo", Input: json.RawMessage(`{}`)}); !res.IsError || !strings.Contains(res.Content, "invalid arguments") {
+		t.Errorf("a call the schema refuses = %+v, want the schema error", res)
+	}
+	if got := strings.Join(seen, ","); got != "echo,ro" {
+		t.Errorf("around saw %s, want every valid call (a call the schema refuses is not run)", got)
+	}
+}

@@ -48,6 +48,27 @@ func CanonicalName(name string) (string, bool) {
 	return "", false
 }
 
+// ClaudeName is the name Claude Code gives a workspace tool (Read, Write, Edit, Glob,
+// Grep, Bash), for hook matchers and permission asks written for Claude Code; false for
+// any other name.
+func ClaudeName(name string) (string, bool) {
+	switch name {
+	case NameReadFile:
+		return "Read", true
+	case NameWriteFile:
+		return "Write", true
+	case NameEdit:
+		return "Edit", true
+	case NameGlob:
+		return "Glob", true
+	case NameGrep:
+		return "Grep", true
+	case NameShell:
+		return "Bash", true
+	}
+	return "", false
+}
+
 // Shell timeouts: the default, and the most a call may ask for with timeout_ms.
 const (
 	DefaultShellTimeout = 2 * time.Minute

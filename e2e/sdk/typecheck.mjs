@@ -40,7 +40,8 @@ const qwenTypes = {
 
 // The kinds the corpus must hold, so that a suite that stopped producing them fails here.
 const required = {
-  claude: ["system/init", "assistant", "user", "result/success", "result/error_during_execution", "result/error_max_turns", "result/error_max_budget_usd", "stream_event",
+  claude: ["system/init", "assistant", "user", "result/success", "result/error_during_execution", "result/error_max_turns", "result/error_max_budget_usd",
+    "result/error_max_structured_output_retries", "stream_event",
     "system/task_started", "system/task_progress", "system/task_notification"],
   qwen: ["system/init", "assistant", "user", "result/success", "result/error_max_turns", "system/task_started", "system/task_notification"],
 };

@@ -184,7 +184,7 @@ func (u *updates) agentTurn(e *streamjson.TaskStarted) {
 }
 
 // TurnStarted implements agents.Lifecycle: nothing to do (task_started opens the call).
-func (u *updates) TurnStarted(context.Context, agents.TurnInfo) {}
+func (u *updates) TurnStarted(context.Context, agents.TurnInfo) string { return "" }
 
 // TurnStopping implements agents.Lifecycle: nothing to say.
 func (u *updates) TurnStopping(context.Context, agents.TurnInfo, string, bool) string { return "" }

@@ -148,6 +148,10 @@ func (a sdkApprover) ask(ctx context.Context, call tools.Call, kind tools.Kind) 
 	if id := llm.TaskIDFrom(ctx); id != "" {
 		fields["agent_id"] = id // a subagent asks: the SDK passes it to canUseTool as agentID
 	}
+	if a.h.opts.Dialect == DialectQwen {
+		// Qwen Code's SDK hands these to canUseTool as options.suggestions.
+		fields["permission_suggestions"] = qwenSuggestions(name, kind)
+	}
 	raw, err := a.h.cfg.Control.request(ctx, "can_use_tool", fields)
 	if err != nil {
 		a.h.cfg.Logger.Debug("can_use_tool failed", "tool", call.Name, "err", err)
@@ -172,5 +176,22 @@ func (a sdkApprover) ask(ctx context.Context, call tools.Call, kind tools.Kind) 
 		return false, nil, msg
 	default:
 		return false, nil, fmt.Sprintf("the host answered can_use_tool with behavior %q", v.Get("behavior").String())
+	}
+}
+
+// qwenSuggestion is one of Qwen Code's PermissionSuggestion: what the host's person may
+// answer a permission ask with.
+type qwenSuggestion struct {
+	Type        string `json:"type"` // allow, deny or modify
+	Label       string `json:"label"`
+	Description string `json:"description,omitempty"`
+}
+
+// qwenSuggestions are the answers a can_use_tool ask offers Qwen Code's SDK: run the call
+// once, or refuse it (stoke keeps no "always" rule of a host's answer: each call asks).
+func qwenSuggestions(tool string, kind tools.Kind) []qwenSuggestion {
+	return []qwenSuggestion{
+		{Type: "allow", Label: "Allow once", Description: fmt.Sprintf("run this %s call of %s", kind, tool)},
+		{Type: "deny", Label: "Deny", Description: fmt.Sprintf("refuse this call of %s; the model is told why", tool)},
 	}
 }

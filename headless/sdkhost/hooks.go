@@ -11,6 +11,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/stoke-cli/stoke/agents"
+	"github.com/stoke-cli/stoke/agents/hooks"
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/tools"
 )
@@ -52,21 +53,10 @@ func (m hookMatcher) valid() error {
 }
 
 // matches reports whether m applies to any of names. Empty and "*" match everything;
-// anything else is a regular expression, matched whole ("Write|Edit", "Bash").
+// anything else is a regular expression, matched whole ("Write|Edit", "Bash"), as the
+// command hooks' tool matchers are.
 func (m hookMatcher) matches(names ...string) bool {
-	if m.Matcher == "" || m.Matcher == "*" {
-		return true
-	}
-	re, err := regexp.Compile("^(?:" + m.Matcher + ")$")
-	if err != nil {
-		return false
-	}
-	for _, n := range names {
-		if n != "" && re.MatchString(n) {
-			return true
-		}
-	}
-	return false
+	return hooks.Hook{Matcher: m.Matcher}.MatchesTool(names...)
 }
 
 // hookOutput is what a hook callback answers (the SDK's SyncHookJSONOutput), as far as
@@ -178,11 +168,13 @@ func (h *Host) fireHook(event, target string, input map[string]any) {
 	})
 }
 
-// TurnStarted implements agents.Lifecycle: the SubagentStart callbacks, not waited for.
-func (h *Host) TurnStarted(_ context.Context, t agents.TurnInfo) {
+// TurnStarted implements agents.Lifecycle: the SubagentStart callbacks, not waited for
+// (so they give the agent no context).
+func (h *Host) TurnStarted(_ context.Context, t agents.TurnInfo) string {
 	h.fireHook(hookSubagentStart, t.Definition.Name, map[string]any{
 		"agent_id": string(t.TaskID), "agent_type": t.Definition.Name,
 	})
+	return ""
 }
 
 // TurnStopping implements agents.Lifecycle: the host's SubagentStop callbacks are
@@ -246,26 +238,13 @@ func (h *Host) hookedTools(set *tools.Set) *tools.Set {
 	if !h.hasHooks(hookPreToolUse) && !h.hasHooks(hookPostToolUse) {
 		return set
 	}
-	specs := set.Specs()
-	ts := make([]tools.Tool, len(specs))
-	for i, spec := range specs {
-		ts[i] = hookedTool{spec: spec, set: set, h: h}
-	}
-	return tools.NewSet(ts...)
+	return set.Around(h.aroundTool)
 }
 
-// hookedTool runs one tool of a set between the PreToolUse and PostToolUse callbacks.
-type hookedTool struct {
-	spec llm.ToolSpec
-	set  *tools.Set
-	h    *Host
-}
-
-func (t hookedTool) Spec() llm.ToolSpec { return t.spec }
-
-func (t hookedTool) Run(ctx context.Context, call tools.Call) tools.Result {
-	names := []string{t.h.ToolName(call.Name), call.Name}
-	outs := t.h.runHooks(ctx, hookPreToolUse, names, call.ID, map[string]any{
+// aroundTool runs one tool call between the PreToolUse and PostToolUse callbacks.
+func (h *Host) aroundTool(ctx context.Context, call tools.Call, run func(context.Context, tools.Call) tools.Result) tools.Result {
+	names := []string{h.ToolName(call.Name), call.Name}
+	outs := h.runHooks(ctx, hookPreToolUse, names, call.ID, map[string]any{
 		"tool_name": names[0], "tool_input": json.RawMessage(call.Input), "tool_use_id": call.ID,
 	})
 	for _, o := range outs {
@@ -276,8 +255,8 @@ func (t hookedTool) Run(ctx context.Context, call tools.Call) tools.Result {
 			call.Input = u
 		}
 	}
-	res := t.set.Run(ctx, call)
-	outs = t.h.runHooks(ctx, hookPostToolUse, names, call.ID, map[string]any{
+	res := run(ctx, call)
+	outs = h.runHooks(ctx, hookPostToolUse, names, call.ID, map[string]any{
 		"tool_name": names[0], "tool_input": json.RawMessage(call.Input), "tool_use_id": call.ID,
 		"tool_response": res.Content,
 	})
@@ -292,20 +271,10 @@ func (t hookedTool) Run(ctx context.Context, call tools.Call) tools.Result {
 // claudeToolName is the name Claude Code gives a stoke tool, for permission asks and hook
 // matchers written for Claude Code ("Write", "Bash"); other names are kept.
 func claudeToolName(name string) string {
-	switch name {
-	case tools.NameReadFile:
-		return "Read"
-	case tools.NameWriteFile:
-		return "Write"
-	case tools.NameEdit:
-		return "Edit"
-	case tools.NameGlob:
-		return "Glob"
-	case tools.NameGrep:
-		return "Grep"
-	case tools.NameShell:
-		return "Bash"
-	case "task":
+	if c, ok := tools.ClaudeName(name); ok {
+		return c
+	}
+	if name == "task" {
 		return "Task"
 	}
 	return name

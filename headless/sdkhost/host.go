@@ -50,6 +50,9 @@ type Config struct {
 	Version        string
 	// Emit writes an event on the session's stream. Safe for concurrent use.
 	Emit func(streamjson.Event)
+	// Announce writes the session's system/init again, naming model as the parent's (after
+	// set_model); nil writes nothing. Safe for concurrent use.
+	Announce func(model string)
 	// Catalog returns the subagent types, for the initialize reply; it is called only
 	// once the control plane is attached.
 	Catalog func() catalog.Catalog
@@ -127,7 +130,7 @@ func New(ctx context.Context, cfg Config) *Host {
 func (h *Host) Agents() []catalog.Definition { return h.opts.Agents }
 
 // Parent returns the parent's runtime configuration with the host's parts: its system
-// prompt, the model set_model switches, its Stop callbacks after the settings' Stop hooks,
+// prompt, the structured answer initialize asked for (jsonSchema), the model set_model switches, its Stop callbacks after the settings' Stop hooks,
 // and the stream_event lines of --include-partial-messages. Call before the run starts.
 func (h *Host) Parent(cfg runtime.Config) runtime.Config {
 	base := cfg.System
@@ -135,6 +138,9 @@ func (h *Host) Parent(cfg runtime.Config) runtime.Config {
 		base = h.opts.SystemPrompt
 	}
 	cfg.System = joinPrompt(base, h.opts.AppendSystemPrompt)
+	if cfg.Output == nil && h.cfg.Control != nil {
+		cfg.Output = h.cfg.Control.init.outputSchema // --json-schema, when given, is the same
+	}
 	if h.model != nil {
 		cfg.Model = h.model
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stoke-cli/stoke/agents/catalog"
 	"github.com/stoke-cli/stoke/agents/mcp"
+	"github.com/stoke-cli/stoke/agents/structured"
 	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/streamjson"
 )
@@ -124,6 +125,8 @@ type initialize struct {
 	// mcp_servers_applied.
 	mcpServers map[string]mcp.ServerConfig
 	mcpApplied bool
+	// outputSchema is its jsonSchema (the SDK's outputFormat): the parent's structured answer.
+	outputSchema *structured.Schema
 }
 
 // sdkAgent is an agent definition as the Claude Agent SDK sends it (AgentDefinition),
@@ -138,6 +141,8 @@ type sdkAgent struct {
 	Model           string          `json:"model"`
 	PermissionMode  string          `json:"permissionMode"`
 	RunConfig       json.RawMessage `json:"runConfig"` // Qwen Code: not applied
+	// OutputSchema is stoke's: a JSON Schema the agent's answer must match.
+	OutputSchema json.RawMessage `json:"outputSchema"`
 }
 
 // parseInitialize reads an initialize request: the system prompt, the appended prompt,
@@ -176,7 +181,12 @@ func parseInitialize(raw json.RawMessage, dialect string, log *slog.Logger) (ini
 		}
 	}
 	if js := req.Get("jsonSchema"); js.Exists() && js.Type != gjson.Null {
-		log.Warn("initialize: jsonSchema ignored: stoke has no structured output")
+		// The SDK's outputFormat: {type: "json_schema", schema}, also passed as --json-schema.
+		schema, err := structured.Parse([]byte(js.Raw))
+		if err != nil {
+			return initialize{}, fmt.Errorf("initialize: jsonSchema: %w", err)
+		}
+		out.outputSchema = schema
 	}
 	out.mcpServers, out.mcpApplied = parseMCPServers(req, func(msg string, args ...any) { log.Warn(msg, args...) })
 	return out, nil
@@ -268,6 +278,13 @@ func agentDefinitions(in map[string]sdkAgent, dialect string) ([]catalog.Definit
 			Source:          "sdk",
 		}
 		d.Model = strings.TrimSpace(a.Model) // resolved with the run's catalog (ResolveModel)
+		if len(a.OutputSchema) > 0 && string(a.OutputSchema) != "null" {
+			schema, err := structured.Parse(a.OutputSchema)
+			if err != nil {
+				return nil, fmt.Errorf("agent %q: outputSchema: %w", name, err)
+			}
+			d.OutputSchema = schema
+		}
 		if pm := a.PermissionMode; pm != "" {
 			// Capped by the run's mode when the catalog is built; a mode stoke does not
 			// know is dropped there with a warning.

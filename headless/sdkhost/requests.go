@@ -124,6 +124,9 @@ func (h *Host) HandleControl(in streamjson.Input) (any, error) {
 		}
 		h.model.set(name)
 		h.cfg.Logger.Info("model changed by the host", "model", h.model.Name())
+		if h.cfg.Announce != nil {
+			h.cfg.Announce(h.model.Name()) // a system message names the new model
+		}
 		return map[string]any{}, nil
 	case "set_permission_mode":
 		return h.setPermissionMode(req.Get("mode").String())

@@ -38,7 +38,8 @@ test("--max-turns reached: max_turn_requests, and the session goes on", { timeou
   assert.deepEqual(await s.agent.request("session/prompt", { sessionId: id, prompt: [{ type: "text", text: "take your time with this one" }] }),
     { stopReason: "max_turn_requests" });
   const n = s.updates(id).length;
-  assert.deepEqual(await s.agent.request("session/prompt", { sessionId: id, prompt: [{ type: "text", text: "next question" }] }), { stopReason: "end_turn" });
+  // Not an interrupt: the capped turn needs no marker (sdk-interrupt.yaml, "after the cap").
+  assert.deepEqual(await s.agent.request("session/prompt", { sessionId: id, prompt: [{ type: "text", text: "next question, after the cap" }] }), { stopReason: "end_turn" });
   assert.equal(text(since(s.updates(id), n)), "Answered the next question.");
   await s.stop();
   assert.equal((await s.exited).code, 0, s.stderr.join(""));

@@ -79,8 +79,12 @@ test("control requests mid-session: refused or answered, and the session goes on
   } finally {
     release();
   }
-  const rs = results(await collect(q));
+  const messages = await collect(q);
+  const rs = results(messages);
   assert.deepEqual(rs.map((r) => r.subtype), ["success"]);
+  // setModel: a system message names the new model.
+  const inits = ofType(messages, "system", "init");
+  assert.deepEqual(inits.map((m) => m.model), ["scripted-sdk", "scripted-other"]);
 });
 
 test("Claude Code's options become flags stoke accepts: none makes it fail", async (t) => {

@@ -63,6 +63,23 @@ for (const [mode, asked, wrote, removed] of [
   });
 }
 
+test("canUseTool gets suggestions: allow once or deny", async (t) => {
+  const seen = [];
+  const { dir, opts, stderr } = qwenSetup(t, "sdk-permissions.yaml", {
+    canUseTool: async (toolName, input, options) => {
+      seen.push({ toolName, suggestions: options.suggestions });
+      return { behavior: "allow", updatedInput: input };
+    },
+  });
+  const messages = await collect(qwenQuery({ prompt: "Write some notes.", options: opts }));
+  assert.equal(seen.length, 1, `stderr: ${stderr.join("")}`);
+  assert.equal(seen[0].toolName, "write_file");
+  assert.deepEqual(seen[0].suggestions.map((s) => s.type), ["allow", "deny"]);
+  assert.ok(seen[0].suggestions.every((s) => typeof s.label === "string" && s.label !== ""));
+  assert.equal(existsSync(join(dir, "notes.txt")), true);
+  assert.equal(results(messages).at(-1).subtype, "success");
+});
+
 test("canUseTool denies: the tool is refused with the app's message", async (t) => {
   const { dir, opts } = qwenSetup(t, "sdk-permissions.yaml", {
     canUseTool: async () => ({ behavior: "deny", message: "no writes in this test" }),
