@@ -98,6 +98,10 @@ type bar struct {
 	QLeft, QWide float64 // the queued time before the bar (QWide 0: none)
 	Kind         string  // the colour: the continuation, or "parent"
 	Title        string
+	// Z stacks a lane's bars so an earlier one paints above the next: a turn too
+	// short for its width is drawn at the minimum width, over the next turn's
+	// start, and must stay the one a click there opens.
+	Z int
 }
 
 type mark struct {
@@ -123,7 +127,7 @@ func newPage(r *Report) *page {
 		v := &laneView{Lane: lane, Search: strings.ToLower(lane.ID + " " + lane.Label + " " + lane.SubagentType), Filter: lane.Status}
 		for j := range lane.Turns {
 			t := &lane.Turns[j]
-			b := bar{Turn: t, Anchor: turnAnchor(lane.ID, t.N), Left: pos(t.Start), Kind: t.Continuation}
+			b := bar{Turn: t, Anchor: turnAnchor(lane.ID, t.N), Left: pos(t.Start), Kind: t.Continuation, Z: len(lane.Turns) - j}
 			b.Width = pos(t.End) - b.Left
 			if lane.Kind == KindParent {
 				b.Kind = KindParent

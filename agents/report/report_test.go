@@ -436,3 +436,30 @@ func TestWriteFile(t *testing.T) {
 		t.Errorf("the directory holds %v", entries)
 	}
 }
+
+// A lane's earlier bar paints above its next: a turn drawn at the minimum width
+// covers the next turn's start, and a click there must open the earlier turn.
+func TestEarlierBarPaintsAbove(t *testing.T) {
+	t.Parallel()
+	r := load(t, fixture(t, true, "hi"), Options{})
+	p := newPage(r)
+	multi := 0
+	for _, lane := range p.Lanes {
+		for j := 1; j < len(lane.Bars); j++ {
+			multi++
+			if lane.Bars[j-1].Z <= lane.Bars[j].Z || lane.Bars[j].Z < 1 {
+				t.Errorf("lane %s: bar %d has z %d, bar %d z %d", lane.ID, j, lane.Bars[j-1].Z, j+1, lane.Bars[j].Z)
+			}
+		}
+	}
+	if multi == 0 {
+		t.Fatal("the fixture has no lane of two turns")
+	}
+	var out bytes.Buffer
+	if err := HTML(&out, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), ";z-index:2\"") {
+		t.Error("the page does not carry the bars' stacking")
+	}
+}
