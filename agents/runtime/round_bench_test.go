@@ -48,6 +48,14 @@ type roundServer struct {
 	sentAt  time.Time // when the last tool-call answer was written
 	gaps    []time.Duration
 	request int
+	off     bool // not recording
+}
+
+// recording turns the recording of gaps on or off.
+func (s *roundServer) recording(on bool) {
+	s.mu.Lock()
+	s.off = !on
+	s.mu.Unlock()
 }
 
 func newRoundServer(tb testing.TB, toolCall, final string) *roundServer {
@@ -62,7 +70,7 @@ func (s *roundServer) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.request++
 	second := s.request%2 == 0 // requests alternate: the prompt's, then the tool result's
-	if second && !s.sentAt.IsZero() {
+	if second && !s.sentAt.IsZero() && !s.off {
 		s.gaps = append(s.gaps, arrived.Sub(s.sentAt))
 	}
 	s.mu.Unlock()
@@ -164,14 +172,19 @@ func history(n int) []llm.Message {
 	return msgs
 }
 
+// hotTurns is how many turns BenchmarkToolRound measures on one runtime before it starts
+// again from the history's length (each turn adds four messages).
+const hotTurns = 10
+
 // BenchmarkToolRound measures stoke's own time per tool round against a loopback server
 // of each provider's wire protocol and a tool that does nothing, at 100 and 10,000
 // messages of history: stoke-ms/round is the median, over the iterations, of the time
 // from the last byte of the tool-call answer to the arrival of the next request (the
 // issue's targets: 0.5 ms at 100 messages, 2 ms at 10,000). One iteration is one turn of
-// the runtime on a history of that length, stored in a transcript on disk: the prompt,
-// the tool call, the tool round, the final answer; ns/op and allocs/op count that whole
-// turn (two requests, each encoding the whole history, and the loopback server's work).
+// a hot agent (a resident runtime whose chat has been sent before) on a history of that
+// length (up to 4×hotTurns messages more), stored in a transcript on disk: the prompt, the
+// tool call, the tool round, the final answer; ns/op and allocs/op count that whole turn
+// (two requests, and the loopback server's work).
 func BenchmarkToolRound(b *testing.B) {
 	providers := []struct {
 		name            string
@@ -200,29 +213,43 @@ func BenchmarkToolRound(b *testing.B) {
 				base := history(n)
 				set := tools.NewSet(noopTool{})
 				dir := b.TempDir()
-				turn := 0
-				for b.Loop() {
-					b.StopTimer()
-					turn++
-					tr, err := store.OpenTranscript(filepath.Join(dir, fmt.Sprintf("t%d.jsonl", turn%2)), nil)
-					if err != nil {
-						b.Fatal(err)
-					}
-					rt := runtime.New(runtime.Config{Agent: "parent", Model: model, Store: tr,
-						Tools: func() *tools.Set { return set }, History: slices.Clone(base)})
-					b.StartTimer()
+				var (
+					rt    *runtime.Runtime
+					tr    *store.Transcript
+					turns int
+				)
+				execute := func() {
 					res, err := rt.Execute(context.Background(), llm.UserText("go"))
 					if err != nil || res.Reason != runtime.ReasonCompleted || res.Stats.ToolUses != 1 || res.FinalText != "done" {
 						b.Fatalf("turn: %v %+v", err, res)
 					}
-					b.StopTimer()
-					if n := len(rt.Chat().Messages()); n < len(base)+3 {
-						b.Fatalf("chat holds %d messages, want at least %d", n, len(base)+3)
+				}
+				for b.Loop() {
+					if turns%hotTurns == 0 {
+						// A hot agent of n messages again: a new runtime on the history, and
+						// one turn, not measured, that encodes it once.
+						b.StopTimer()
+						if tr != nil {
+							if err := tr.Close(); err != nil {
+								b.Fatal(err)
+							}
+						}
+						var err error
+						if tr, err = store.OpenTranscript(filepath.Join(dir, fmt.Sprintf("t%d.jsonl", turns)), nil); err != nil {
+							b.Fatal(err)
+						}
+						rt = runtime.New(runtime.Config{Agent: "parent", Model: model, Store: tr,
+							Tools: func() *tools.Set { return set }, History: slices.Clone(base)})
+						srv.recording(false)
+						execute()
+						srv.recording(true)
+						b.StartTimer()
 					}
-					if err := tr.Close(); err != nil {
-						b.Fatal(err)
-					}
-					b.StartTimer()
+					turns++
+					execute()
+				}
+				if got := len(rt.Chat().Messages()); got < n+4 {
+					b.Fatalf("chat holds %d messages, want at least %d", got, n+4)
 				}
 				median, mean := srv.stats()
 				b.ReportMetric(float64(median.Microseconds())/1000, "stoke-ms/round")
