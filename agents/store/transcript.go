@@ -339,7 +339,9 @@ func DecodeTranscript(r io.Reader) (*Loaded, error) {
 }
 
 func decodeTranscript(data []byte) *Loaded {
-	out := &Loaded{}
+	// A line a record, most of them messages: the chat is grown once, not doubled
+	// through the history.
+	out := &Loaded{Messages: make([]llm.Message, 0, bytes.Count(data, []byte{'\n'})+1)}
 	out.Warnings = decodeRecords(data, out.apply)
 	return out
 }
