@@ -9,7 +9,7 @@ PKGS    := ./...
 # count has no deadline to race, and a loaded machine only makes it slower.
 FUZZTIME ?= 20000x
 
-.PHONY: all build test unit e2e e2e-bin sdk-bin sdk-deps sdk-test acp-deps acp-test mcp-deps report-deps test-deps release-check release-schema fuzz bench demo lint clean
+.PHONY: all build test unit e2e e2e-bin sdk-bin sdk-deps sdk-test acp-deps acp-test mcp-deps report-deps test-deps release-check release-schema fuzz bench bench-all demo lint clean
 
 all: build
 
@@ -155,9 +155,23 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./agents/llm/cassette
 	$(GO) test -run '^$$' -fuzz '^FuzzParseDefinition$$' -fuzztime $(FUZZTIME) ./agents/catalog
 
-# Benchmarks: in-process (continuation overhead, encoder) and whole-process (wall time and
-# peak RSS of `stoke version`, a one-turn scripted run, the nonce scenario).
+# Benchmarks. bench prints the figures of start-up, memory, the tool round and revival
+# with their targets: the whole-process series (BenchmarkProcess: stoke next to a hello
+# world and to the floor, the hello world that links the official provider SDKs at
+# go.mod's versions, all built by the benchmark, interleaved over BENCH_ROUNDS rounds, as
+# ratios to the floor), stoke's own time per tool round against a loopback server of each
+# provider (BenchmarkToolRound), revival of a 10,000-message transcript
+# (BenchmarkContinuation) and an in-process --resume (BenchmarkResume). bench-all runs
+# every benchmark of the module once.
+BENCH_ROUNDS ?= 20
+
 bench:
+	$(GO) test -run '^$$' -bench '^BenchmarkProcess$$' -benchtime $(BENCH_ROUNDS)x ./e2e
+	$(GO) test -run '^$$' -bench '^BenchmarkToolRound$$' -benchmem ./agents/runtime
+	$(GO) test -run '^$$' -bench '^BenchmarkContinuation$$/^revived/messages=10000$$' -benchmem ./agents
+	$(GO) test -run '^$$' -bench '^BenchmarkResume$$' -benchmem ./headless
+
+bench-all:
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 $$($(GO) list $(PKGS) | grep -v -e /e2e/sdk$$ -e /e2e/acp$$)
 
 # The product's proof on the bundled scripted model: a background agent keeps a nonce, is

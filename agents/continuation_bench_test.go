@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"iter"
 	"os"
+	goruntime "runtime"
 	"testing"
 
 	"github.com/stoke-cli/stoke/agents/catalog"
@@ -101,6 +102,8 @@ func BenchmarkContinuation(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			var before goruntime.MemStats
+			goruntime.ReadMemStats(&before)
 			b.ResetTimer()
 			for b.Loop() {
 				continueOnce(b, reg, id, "revived")
@@ -111,6 +114,17 @@ func BenchmarkContinuation(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.StartTimer()
+			}
+			var after goruntime.MemStats
+			goruntime.ReadMemStats(&after)
+			b.ReportMetric(float64(after.Mallocs-before.Mallocs)/float64(b.N)/float64(n), "allocs/message")
+			if n == 10000 {
+				got := float64(b.Elapsed().Microseconds()) / 1000 / float64(b.N)
+				if got <= 20 {
+					b.Logf("target: revival of 10,000 messages ≤ 20 ms: met (%.1f ms)", got)
+				} else {
+					b.Logf("target: revival of 10,000 messages ≤ 20 ms: missed by %.1f ms", got-20)
+				}
 			}
 		})
 	}

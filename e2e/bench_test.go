@@ -59,72 +59,6 @@ var sdkFloorBinary = sync.OnceValues(func() (string, error) {
 	return buildRelease("", filepath.Join(h.binDir, "sdkfloor"+exeSuffix()), "./testdata/sdkfloor")
 })
 
-// BenchmarkProcess runs stoke as a user would, next to two baselines built the same way,
-// and reports per run the wall time (ns/op) and the CPU time of the process (cpu-ms/op,
-// user plus system), and the peak resident set size (peak-RSS-MB, GNU time, the largest
-// of three runs before the timed ones). The one-turn run is measured twice: with
-// STOKE_HOME on the disk of the temporary directory, and on a tmpfs (/dev/shm), which
-// separates the session's fsyncs from the CPU it spends.
-func BenchmarkProcess(b *testing.B) {
-	bin, err := benchBinary()
-	if err != nil {
-		b.Fatal(err)
-	}
-	hello, err := helloBinary()
-	if err != nil {
-		b.Fatal(err)
-	}
-	floor, err := sdkFloorBinary()
-	if err != nil {
-		b.Fatal(err)
-	}
-	oneTurn := []string{"-p", "hi there", "--scenario", filepath.Join(h.scenarios, "hello.yaml"), "--output-format", "stream-json"}
-	cases := []struct {
-		name  string
-		bin   string
-		args  []string
-		tmpfs bool // STOKE_HOME on /dev/shm rather than the temporary directory's disk
-	}{
-		{"hello-world-baseline", hello, nil, false},
-		{"provider-sdk-floor", floor, nil, false},
-		{"version", bin, []string{"version"}, false},
-		{"one-turn", bin, oneTurn, false},
-		{"one-turn-tmpfs", bin, oneTurn, true},
-		{"nonce-scenario", bin, []string{"-p", "Keep NONCE-BE7C4 safe with a background agent", "--scenario", filepath.Join(h.scenarios, "nonce-memory.yaml"), "--output-format", "stream-json"}, false},
-	}
-	for _, c := range cases {
-		b.Run(c.name, func(b *testing.B) {
-			home := b.TempDir()
-			if c.tmpfs {
-				home = tmpfsDir(b)
-			}
-			env := []string{"STOKE_HOME=" + home}
-			var peakKB int64
-			for range 3 {
-				kb, err := peakRSS(c.bin, c.args, env)
-				if err != nil {
-					b.Fatal(err)
-				}
-				peakKB = max(peakKB, kb)
-			}
-			var cpu time.Duration
-			n := 0
-			for b.Loop() {
-				d, err := runProcess(c.bin, c.args, env)
-				if err != nil {
-					b.Fatal(err)
-				}
-				cpu += d
-				n++
-			}
-			b.ReportMetric(float64(cpu.Microseconds())/1000/float64(n), "cpu-ms/op")
-			if peakKB > 0 {
-				b.ReportMetric(float64(peakKB)/1024, "peak-RSS-MB")
-			}
-		})
-	}
-}
-
 // tmpfsDir returns a new directory on /dev/shm, removed when b ends, or skips b.
 func tmpfsDir(b *testing.B) string {
 	dir, err := os.MkdirTemp("/dev/shm", "stoke-bench-")
@@ -135,29 +69,16 @@ func tmpfsDir(b *testing.B) string {
 	return dir
 }
 
-// runProcess runs bin directly (so the wall time is the program's alone) and returns the
-// CPU time it used.
-func runProcess(bin string, args, env []string) (time.Duration, error) {
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
-	if err := cmd.Run(); err != nil {
-		return 0, fmt.Errorf("%v\n%s", err, errb.String())
-	}
-	return cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), nil
-}
-
 // peakRSS runs bin under GNU time and returns its peak RSS in KiB, or 0 without GNU time.
 // GNU time measures the program alone; the rusage of a child forked from this (large)
 // test process would count pages of the parent it shared before exec.
-func peakRSS(bin string, args, env []string) (int64, error) {
+func peakRSS(bin string, args, env []string, dir string) (int64, error) {
 	gnuTime, err := exec.LookPath("/usr/bin/time")
 	if err != nil {
 		return 0, nil
 	}
 	cmd := exec.Command(gnuTime, append([]string{"-f", "%M", bin}, args...)...)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env, cmd.Dir = env, dir
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
 	if err := cmd.Run(); err != nil {

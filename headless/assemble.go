@@ -265,7 +265,7 @@ func (p *Parts) parentRuntime() {
 	parentTools := p.tools
 	var chat runtime.ChatStore
 	if p.chat != nil {
-		chat = p.chat
+		chat = turnStore{p.chat}
 	}
 	cfg := runtime.Config{
 		Agent:     "parent",

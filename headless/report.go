@@ -10,6 +10,14 @@ import (
 	"github.com/stoke-cli/stoke/agents/store"
 )
 
+// turnStore is the parent's transcript as its runtime writes it, but for the sync at the
+// end of a turn: the session syncs the transcript once the turn's record is written too
+// (session.turn), one fsync for the turn's messages and its record.
+type turnStore struct{ *store.Transcript }
+
+// Sync does nothing: session.turn syncs.
+func (turnStore) Sync() error { return nil }
+
 // recordTurn ends a parent turn in the parent's transcript with a turn record (its start
 // and status), so that a report tells the parent's turns apart (agents/report); a turn
 // that could not run (err) records nothing.

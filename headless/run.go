@@ -323,8 +323,15 @@ func (s *session) turn(ctx context.Context, msg llm.Message, perTurnResult bool)
 	res, err := s.parent.Execute(tctx, msg)
 	trace.EndTurn(span, res.Reason, res.Reason == runtime.ReasonCancelled, err)
 	s.recordTurn(started, res, err)
-	// The parent's transcript is synced (Execute); the names in the session directory
-	// (session.json, the transcripts' files) become durable with it.
+	// One fsync of the parent's transcript a turn: its messages and its record (the
+	// runtime leaves the sync to the turn, turnStore; a failed sync is the turn's error,
+	// as the runtime's would be). The names in the session directory (session.json, the
+	// transcripts' files) become durable with it.
+	if s.chat != nil {
+		if serr := s.chat.Sync(); serr != nil && err == nil && res.Err == nil {
+			res.Err = fmt.Errorf("sync transcript: %w", serr)
+		}
+	}
 	if sess := s.opened.sess; sess != nil {
 		if serr := sess.Sync(); serr != nil {
 			s.opts.Logger.Warn("sync session directory", "err", serr)

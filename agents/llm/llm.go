@@ -155,6 +155,10 @@ type Request struct {
 	System   string     `json:"system,omitempty"`
 	Messages []Message  `json:"messages"`
 	Tools    []ToolSpec `json:"tools,omitempty"`
+	// Cache, when set, keeps the wire encoding of Messages between the requests of one
+	// chat (the runtime passes its chat's); a provider may use it so that a request
+	// encodes only the messages that are new. Nil: every request encodes every message.
+	Cache *EncodeCache `json:"-"`
 }
 
 // Stop reasons, in the Anthropic vocabulary the stream-JSON events use.

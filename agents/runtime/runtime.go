@@ -150,6 +150,7 @@ type Config struct {
 // Chat is the message history of one agent.
 type Chat struct {
 	msgs []llm.Message
+	wire llm.EncodeCache // what the provider encoded of msgs, kept between its requests
 }
 
 // Messages returns the history. The caller must not modify it.
@@ -393,6 +394,7 @@ func (r *Runtime) call(ctx context.Context, partial *string) (_ llm.Message, err
 		System:   r.cfg.System,
 		Messages: r.chat.msgs,
 		Tools:    r.tools.Specs(),
+		Cache:    &r.chat.wire,
 	}
 	callStart := r.cfg.Now()
 	var (

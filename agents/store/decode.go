@@ -20,8 +20,12 @@ import (
 // key differing only in case, a duplicate key, a \u escape or invalid UTF-8 in a string, a
 // value of an unexpected type, malformed JSON — falls back to json.Unmarshal, so a line
 // decodes to exactly what encoding/json gives, or fails as it fails (FuzzDecodeLine).
-func decodeLine(line []byte, rec *Record) error {
-	d := lineDecoder{data: line}
+func decodeLine(line []byte, rec *Record) error { return decodeLineIn(line, rec, nil) }
+
+// decodeLineIn is decodeLine taking the messages and blocks it makes from a (nil: each
+// its own allocation).
+func decodeLineIn(line []byte, rec *Record, a *arena) error {
+	d := lineDecoder{data: line, arena: a}
 	var r Record
 	if d.record(&r) && d.end() {
 		*rec = r
@@ -34,8 +38,44 @@ func decodeLine(line []byte, rec *Record) error {
 // lineDecoder is a strict JSON scanner over one line; every method reports false when the
 // input is not what the fast path takes (the caller then falls back to encoding/json).
 type lineDecoder struct {
-	data []byte
-	pos  int
+	data  []byte
+	pos   int
+	arena *arena
+}
+
+// arena hands out the messages and the content slices of a transcript's records from a
+// few large allocations rather than one (or two) each: revival decodes thousands. What
+// one message takes of it is its own (a content slice is capped at its length, so an
+// append to it copies), and it lives as long as anything it holds.
+type arena struct {
+	msgs    []llm.Message
+	blocks  []llm.Block
+	scratch []llm.Block // the blocks of the content being decoded
+}
+
+// arenaChunk is how many messages, or blocks, an arena allocates at once.
+const arenaChunk = 256
+
+func (a *arena) message() *llm.Message {
+	if a == nil {
+		return new(llm.Message)
+	}
+	if len(a.msgs) == cap(a.msgs) {
+		a.msgs = make([]llm.Message, 0, arenaChunk)
+	}
+	a.msgs = a.msgs[:len(a.msgs)+1]
+	return &a.msgs[len(a.msgs)-1]
+}
+
+// content returns a copy of bs of its own.
+func (a *arena) content(bs []llm.Block) []llm.Block {
+	n := len(bs)
+	if cap(a.blocks)-len(a.blocks) < n {
+		a.blocks = make([]llm.Block, 0, max(arenaChunk, n))
+	}
+	at := len(a.blocks)
+	a.blocks = append(a.blocks, bs...)
+	return a.blocks[at : at+n : at+n]
 }
 
 func (d *lineDecoder) ws() {
@@ -474,7 +514,7 @@ func (d *lineDecoder) record(r *Record) bool {
 				r.Message = nil
 				return true
 			}
-			r.Message = new(llm.Message)
+			r.Message = d.arena.message()
 			return d.message(r.Message)
 		case "status":
 			return d.str(&r.Status)
@@ -512,26 +552,34 @@ func (d *lineDecoder) blocks(dst *[]llm.Block) bool {
 	if !d.consume('[') {
 		return false
 	}
-	out := make([]llm.Block, 0, 2)
-	if d.consume(']') {
-		*dst = out
-		return true
+	var out []llm.Block
+	if d.arena != nil {
+		out = d.arena.scratch[:0]
+	} else {
+		out = make([]llm.Block, 0, 2)
 	}
-	for {
-		var b llm.Block
-		if !d.null() && !d.block(&b) {
-			return false
+	if !d.consume(']') {
+		for {
+			var b llm.Block
+			if !d.null() && !d.block(&b) {
+				return false
+			}
+			out = append(out, b)
+			if d.consume(',') {
+				continue
+			}
+			if !d.consume(']') {
+				return false
+			}
+			break
 		}
-		out = append(out, b)
-		if d.consume(',') {
-			continue
-		}
-		if !d.consume(']') {
-			return false
-		}
-		*dst = out
-		return true
 	}
+	if d.arena != nil {
+		d.arena.scratch = out
+		out = d.arena.content(out)
+	}
+	*dst = out
+	return true
 }
 
 func (d *lineDecoder) block(b *llm.Block) bool {

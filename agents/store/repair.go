@@ -90,6 +90,9 @@ func openUses(out []llm.Message) []llm.Block {
 // in call order (a missing one closed), then m's other blocks; results that answer none
 // of uses are dropped. n is the number of results the message holds.
 func answer(uses []llm.Block, m llm.Message, rep *Repairs) (_ llm.Message, n int) {
+	if answered(uses, m) {
+		return m, len(uses) // already so: revival repairs thousands of messages that are
+	}
 	want := make(map[string]bool, len(uses))
 	for _, u := range uses {
 		want[u.ID] = true
@@ -118,4 +121,29 @@ func answer(uses []llm.Block, m llm.Message, rep *Repairs) (_ llm.Message, n int
 	}
 	content = append(content, rest...)
 	return llm.Message{Role: llm.RoleUser, Content: content}, len(uses)
+}
+
+// answered reports whether user message m is what answer would make of it: one result
+// for each call of uses (whose ids are distinct), first and in call order, and no other
+// result.
+func answered(uses []llm.Block, m llm.Message) bool {
+	if len(m.Content) < len(uses) {
+		return false
+	}
+	for i, u := range uses {
+		if b := m.Content[i]; b.Type != llm.BlockToolResult || b.ToolUseID != u.ID {
+			return false
+		}
+		for _, v := range uses[:i] {
+			if v.ID == u.ID {
+				return false
+			}
+		}
+	}
+	for _, b := range m.Content[len(uses):] {
+		if b.Type == llm.BlockToolResult {
+			return false
+		}
+	}
+	return true
 }

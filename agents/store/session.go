@@ -93,8 +93,8 @@ func ParseSessionID(s string) (string, error) {
 //   - a sidecar's content, with the transcript record of the same turn boundary (Row)
 //     that it is rebuilt from if a crash of the machine left it unreadable, and its name
 //     with SyncSidecars (each turn boundary);
-//   - session.json's content at once (WriteInfo), its name and the parent transcript's
-//     with Sync (each parent turn).
+//   - the parent transcript's name and session.json's with Sync (each parent turn);
+//     session.json's content never (WriteInfo: it is rebuilt from the parent's transcript).
 type Session struct {
 	dir     string
 	files   *fsx.Handles
@@ -134,21 +134,22 @@ func (s *Session) Exists() bool {
 	return err == nil
 }
 
-// WriteInfo writes session.json atomically (0600; the directory 0700), its content
-// durably; the new name is durable with the next Sync (until then a crash of the machine
-// may bring back the previous session.json, never a torn one).
+// WriteInfo writes session.json atomically (0600; the directory 0700), and syncs nothing:
+// everything it holds but ForkedFrom is in the parent's transcript too (its meta record),
+// which each turn boundary syncs, and LoadInfo rebuilds it from there when a crash of the
+// machine left it missing or unreadable (a fork's ForkedFrom is then lost). Its name
+// becomes durable with the next Sync.
 func (s *Session) WriteInfo(info Info) error {
 	data, err := json.MarshalIndent(info, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode session info: %w", err)
 	}
 	err = s.files.Do(func() error {
-		return fsx.ReplaceFile(filepath.Join(s.dir, infoFile), append(data, '\n'), 0o600, fsx.DataDurable)
+		return fsx.ReplaceFile(filepath.Join(s.dir, infoFile), append(data, '\n'), 0o600, fsx.Unsynced)
 	})
 	if err != nil {
 		return fmt.Errorf("write session info: %w", err)
 	}
-	s.fsyncs.Add(1)
 	s.top.Changed()
 	return nil
 }

@@ -339,7 +339,9 @@ func DecodeTranscript(r io.Reader) (*Loaded, error) {
 }
 
 func decodeTranscript(data []byte) *Loaded {
-	out := &Loaded{}
+	// A line a record, most of them messages: the chat is grown once, not doubled
+	// through the history.
+	out := &Loaded{Messages: make([]llm.Message, 0, bytes.Count(data, []byte{'\n'})+1)}
 	out.Warnings = decodeRecords(data, out.apply)
 	return out
 }
@@ -359,6 +361,10 @@ func ReadRecords(path string) (recs []Record, warnings []string, err error) {
 // decodeRecords calls apply with each record of data, in order, and returns a warning
 // for each line it skipped.
 func decodeRecords(data []byte, apply func(Record)) (warnings []string) {
+	var (
+		rec Record // one for every line: apply takes a copy
+		a   arena
+	)
 	for n := 1; len(data) > 0; n++ {
 		line := data
 		torn := true
@@ -371,8 +377,7 @@ func decodeRecords(data []byte, apply func(Record)) (warnings []string) {
 		if len(line) == 0 {
 			continue
 		}
-		var rec Record
-		if err := decodeLine(line, &rec); err != nil {
+		if err := decodeLineIn(line, &rec, &a); err != nil {
 			what := "corrupt line"
 			if torn {
 				what = "torn last line"

@@ -387,3 +387,43 @@ func TestReportFieldsRoundTrip(t *testing.T) {
 		t.Errorf("a message without info says some: %+v", recs[1])
 	}
 }
+
+// TestRepairCallsSharingAnID: two calls of one id (a model's mistake) are each answered
+// with the first result of that id, and the second result is dropped, as for any
+// duplicate; a chat in shape is returned as it is, but not this one.
+func TestRepairCallsSharingAnID(t *testing.T) {
+	t.Parallel()
+	in := []llm.Message{llm.UserText("hi"), assistant(toolUse("c1", "grep"), toolUse("c1", "glob")), user(toolResult("c1", "x"), toolResult("c1", "y"))}
+	want := []llm.Message{llm.UserText("hi"), assistant(toolUse("c1", "grep"), toolUse("c1", "glob")), user(toolResult("c1", "x"), toolResult("c1", "x"))}
+	got, rep := Repair(in)
+	if !reflect.DeepEqual(got, want) || rep != (Repairs{Orphans: 1}) {
+		t.Fatalf("Repair = %+v, %+v; want %+v, one orphan", got, rep, want)
+	}
+}
+
+// TestReadMessagesOwnTheirContent: the messages read back share the decoder's large
+// allocations, yet an append to one message's content leaves the next one alone.
+func TestReadMessagesOwnTheirContent(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "t.jsonl")
+	tr, err := OpenTranscript(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []llm.Message{llm.UserText("one"), assistant(llm.TextBlock("two"))} {
+		if err := tr.Append(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l, err := ReadTranscript(path)
+	if err != nil || len(l.Messages) != 2 {
+		t.Fatalf("read: %v %+v", err, l)
+	}
+	more := append(l.Messages[0].Content, llm.TextBlock("appended"))
+	if got := l.Messages[1].Content[0].Text; got != "two" || len(more) != 2 {
+		t.Fatalf("second message = %q after an append to the first, want %q", got, "two")
+	}
+}

@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -166,4 +167,136 @@ func toolParam(t llm.ToolSpec) (*sdk.ToolParam, error) {
 		tool.Description = param.NewOpt(t.Description)
 	}
 	return tool, nil
+}
+
+// messagesMark stands in for the messages in the envelope of a request body: a user
+// message no translation makes (a NUL cannot come from a chat), replaced by the messages.
+const messagesMark = "\x00stoke:messages\x00"
+
+// streamFirst opens a request body: NewStreaming sets "stream" to true in any body.
+const streamFirst = `{"stream":true,`
+
+// body encodes req as params would have the SDK encode it, byte for byte ("stream" aside,
+// which comes first), but encodes each message once: the encoding of the messages is
+// kept in req.Cache between the requests of a chat, and only the messages that are new
+// (or changed), and the two that carry a cache breakpoint, are encoded again. It returns
+// the parameters of the request without its messages (the SDK's own bookkeeping).
+func body(req *llm.Request, model string, maxTokens int64) ([]byte, sdk.MessageNewParams, error) {
+	if len(req.Messages) == 0 {
+		p, err := params(req, model, maxTokens)
+		if err != nil {
+			return nil, p, err
+		}
+		data, err := p.MarshalJSON()
+		if err != nil {
+			return nil, p, fmt.Errorf("encode request: %w", err)
+		}
+		return data, p, nil
+	}
+	env, err := params(&llm.Request{Model: req.Model, System: req.System, Tools: req.Tools}, model, maxTokens)
+	if err != nil {
+		return nil, env, err
+	}
+	mark := sdk.NewUserMessage(sdk.NewTextBlock(messagesMark))
+	withMark := env
+	withMark.Messages = []sdk.MessageParam{mark}
+	// MarshalJSON, not json.Marshal: the SDK sends what MarshalJSON returns as it is
+	// (json.Marshal would compact it again and escape HTML).
+	envelope, err := withMark.MarshalJSON()
+	if err != nil {
+		return nil, env, fmt.Errorf("encode request: %w", err)
+	}
+	markJSON, err := mark.MarshalJSON()
+	if err != nil {
+		return nil, env, fmt.Errorf("encode request: %w", err)
+	}
+	at := bytes.Index(envelope, markJSON)
+	if at < 0 {
+		return nil, env, errors.New("encode request: no place for the messages in the envelope")
+	}
+	msgs, err := encodeMessages(req, string(env.Model))
+	if err != nil {
+		return nil, env, err
+	}
+	size := len(envelope) + len(streamFirst)
+	for _, k := range msgs {
+		size += len(k.data) + 1
+	}
+	out := make([]byte, 0, size)
+	out = append(append(out, streamFirst...), envelope[1:at]...)
+	for i, k := range msgs {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, k.data...)
+	}
+	return append(out, envelope[at+len(markJSON):]...), env, nil
+}
+
+// keptMessage is the encoding of a message that is sent (one that is not empty).
+type keptMessage struct {
+	index int // in the chat
+	role  llm.Role
+	data  []byte
+}
+
+// encodeMessages encodes the messages of req that are sent, from req.Cache where it
+// holds them; the two messages that carry a cache breakpoint (setBreakpoints) are encoded
+// with it, and are not kept so.
+func encodeMessages(req *llm.Request, model string) ([]keptMessage, error) {
+	owner := providerName + " " + model
+	kept := make([]keptMessage, 0, len(req.Messages))
+	for i, m := range req.Messages {
+		data, ok := req.Cache.Get(owner, i, m)
+		if !ok {
+			var err error
+			if data, err = encodeMessage(model, m, false); err != nil {
+				return nil, fmt.Errorf("translate message %d: %w", i, err)
+			}
+			req.Cache.Put(owner, i, m, data)
+		}
+		if len(data) > 0 {
+			kept = append(kept, keptMessage{index: i, role: m.Role, data: data})
+		}
+	}
+	n := len(kept)
+	if n == 0 {
+		return kept, nil
+	}
+	marks := []int{n - 1}
+	for i := n - 3; i >= 0; i-- {
+		if kept[i].role == llm.RoleUser && kept[i+1].role == llm.RoleAssistant {
+			marks = append(marks, i)
+			break
+		}
+	}
+	for _, i := range marks {
+		data, err := encodeMessage(model, req.Messages[kept[i].index], true)
+		if err != nil {
+			return nil, fmt.Errorf("translate message %d: %w", kept[i].index, err)
+		}
+		kept[i].data = data
+	}
+	return kept, nil
+}
+
+// encodeMessage encodes the message m translates to, with a cache breakpoint on its last
+// block when breakpoint is set; an empty message (only empty text) encodes to nothing.
+func encodeMessage(model string, m llm.Message, breakpoint bool) ([]byte, error) {
+	blocks, err := contentBlocks(model, m)
+	if err != nil || len(blocks) == 0 {
+		return []byte{}, err
+	}
+	msg := sdk.NewUserMessage(blocks...)
+	if m.Role == llm.RoleAssistant {
+		msg = sdk.NewAssistantMessage(blocks...)
+	}
+	if breakpoint {
+		*lastBlock(msg).GetCacheControl() = sdk.NewCacheControlEphemeralParam()
+	}
+	data, err := msg.MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("encode: %w", err)
+	}
+	return data, nil
 }

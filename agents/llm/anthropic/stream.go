@@ -8,6 +8,7 @@ import (
 	"iter"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/stoke-cli/stoke/agents/llm"
 )
@@ -23,12 +24,13 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) iter.Seq2[llm.Ev
 			yield(llm.Event{}, errors.New("anthropic: nil request"))
 			return
 		}
-		p, err := params(req, m.model, m.maxTokens)
+		data, p, err := body(req, m.model, m.maxTokens)
 		if err != nil {
 			yield(llm.Event{}, fmt.Errorf("anthropic: %w", err))
 			return
 		}
-		stream := m.messages.NewStreaming(ctx, p)
+		// The body is encoded here (body), each message once per chat; the SDK sends it.
+		stream := m.messages.NewStreaming(ctx, p, option.WithRequestBody("application/json", data))
 		defer stream.Close()
 
 		t := turn{model: string(p.Model), blocks: map[int64]*block{}}

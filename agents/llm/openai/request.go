@@ -1,7 +1,9 @@
 package openai
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -158,4 +160,110 @@ func functionDefinition(t llm.ToolSpec) (shared.FunctionDefinitionParam, error) 
 		fn.Parameters[k] = v
 	}
 	return fn, nil
+}
+
+// messagesMark stands in for the messages in the envelope of a request body: a user
+// message no translation makes (a NUL cannot come from a chat), replaced by the messages.
+const messagesMark = "\x00stoke:messages\x00"
+
+// streamFirst opens a request body: NewStreaming sets "stream" to true in any body.
+const streamFirst = `{"stream":true,`
+
+// body encodes req as params would have the SDK encode it, byte for byte ("stream" aside,
+// which comes first), but encodes
+// each message once: the encoding of the messages is kept in req.Cache between the
+// requests of a chat, and only the messages that are new (or changed) are encoded again.
+// It returns the model the request names too.
+func body(req *llm.Request, model string) ([]byte, string, error) {
+	if len(req.Messages) == 0 {
+		p, err := params(req, model)
+		if err != nil {
+			return nil, "", err
+		}
+		data, err := p.MarshalJSON()
+		if err != nil {
+			return nil, "", fmt.Errorf("encode request: %w", err)
+		}
+		return data, p.Model, nil
+	}
+	env, err := params(&llm.Request{Model: req.Model, Tools: req.Tools}, model)
+	if err != nil {
+		return nil, "", err
+	}
+	mark := sdk.UserMessage(messagesMark)
+	env.Messages = []sdk.ChatCompletionMessageParamUnion{mark}
+	// MarshalJSON, not json.Marshal: the SDK sends what MarshalJSON returns as it is
+	// (json.Marshal would compact it again and escape HTML).
+	envelope, err := env.MarshalJSON()
+	if err != nil {
+		return nil, "", fmt.Errorf("encode request: %w", err)
+	}
+	markJSON, err := mark.MarshalJSON()
+	if err != nil {
+		return nil, "", fmt.Errorf("encode request: %w", err)
+	}
+	at := bytes.Index(envelope, markJSON)
+	if at < 0 {
+		return nil, "", errors.New("encode request: no place for the messages in the envelope")
+	}
+	parts := make([][]byte, 0, len(req.Messages)+1)
+	if req.System != "" {
+		sys, err := sdk.SystemMessage(req.System).MarshalJSON()
+		if err != nil {
+			return nil, "", fmt.Errorf("encode request: %w", err)
+		}
+		parts = append(parts, sys)
+	}
+	owner := providerName + " " + env.Model
+	size := len(envelope)
+	for i, m := range req.Messages {
+		data, ok := req.Cache.Get(owner, i, m)
+		if !ok {
+			if data, err = encodeMessage(m, env.Model); err != nil {
+				return nil, "", fmt.Errorf("translate message %d: %w", i, err)
+			}
+			req.Cache.Put(owner, i, m, data)
+		}
+		parts = append(parts, data)
+		size += len(data) + 1
+	}
+	// "stream" goes first: the SDK sets it in the body it is given (sjson), and finds it
+	// there at once instead of after a scan of the whole history.
+	out := make([]byte, 0, size+len(streamFirst))
+	out = append(append(out, streamFirst...), envelope[1:at]...)
+	for i, p := range parts {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, p...)
+	}
+	return append(out, envelope[at+len(markJSON):]...), env.Model, nil
+}
+
+// encodeMessage encodes the chat-completions messages m translates to, comma-separated.
+func encodeMessage(m llm.Message, model string) ([]byte, error) {
+	var msgs []sdk.ChatCompletionMessageParamUnion
+	switch m.Role {
+	case llm.RoleUser:
+		var err error
+		if msgs, err = appendUser(nil, m, model); err != nil {
+			return nil, err
+		}
+	case llm.RoleAssistant:
+		msgs = append(msgs, assistantMessage(m))
+	default:
+		return nil, fmt.Errorf("unknown role %q", m.Role)
+	}
+	var out []byte
+	for i, msg := range msgs {
+		data, err := msg.MarshalJSON()
+		if err != nil {
+			return nil, fmt.Errorf("encode: %w", err)
+		}
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, data...)
+	}
+	return out, nil
 }

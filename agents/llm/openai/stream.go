@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 
 	"github.com/stoke-cli/stoke/agents/llm"
 )
@@ -24,15 +25,16 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) iter.Seq2[llm.Ev
 			yield(llm.Event{}, errors.New("openai: nil request"))
 			return
 		}
-		p, err := params(req, m.model)
+		data, model, err := body(req, m.model)
 		if err != nil {
 			yield(llm.Event{}, fmt.Errorf("openai: %w", err))
 			return
 		}
-		stream := m.chat.NewStreaming(ctx, p)
+		// The body is encoded here (body), each message once per chat; the SDK sends it.
+		stream := m.chat.NewStreaming(ctx, sdk.ChatCompletionNewParams{}, option.WithRequestBody("application/json", data))
 		defer stream.Close()
 
-		t := turn{model: p.Model, calls: map[int64]*toolCall{}}
+		t := turn{model: model, calls: map[int64]*toolCall{}}
 		for stream.Next() {
 			if text := t.add(stream.Current()); text != "" {
 				if !yield(llm.Event{Kind: llm.EventTextDelta, Text: text}, nil) {

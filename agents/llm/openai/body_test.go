@@ -1,0 +1,71 @@
+package openai
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/store"
+)
+
+// TestBodyIsTheSDKEncoding grows a chat as the runtime does (a message of the same role
+// as the last merges into it) and checks that every request body, encoded with the
+// chat's cache, is the SDK's encoding of the whole request, byte for byte, with "stream"
+// first.
+func TestBodyIsTheSDKEncoding(t *testing.T) {
+	t.Parallel()
+	rich := richRequest()
+	var cache llm.EncodeCache
+	var chat []llm.Message
+	steps := append(rich.Messages, llm.UserText("and <b>this</b> & that"), // merged into the last user message
+		llm.Message{Role: llm.RoleAssistant, Content: []llm.Block{llm.TextBlock("done")}})
+	for i, m := range steps {
+		chat = store.AppendMessage(chat, m)
+		req := &llm.Request{Model: rich.Model, System: rich.System, Tools: rich.Tools, Messages: chat, Cache: &cache}
+		got, model, err := body(req, "m")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := params(req, "m")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := p.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append([]byte(streamFirst), want[1:]...)
+		if string(got) != string(want) || model != p.Model {
+			t.Fatalf("step %d: body =\n%s\nwant\n%s", i, got, want)
+		}
+	}
+}
+
+// TestBodyEncodesEachMessageOnce checks that a request takes the messages it already
+// encoded from the cache: a cached encoding is what is sent while the message is the one
+// it was made from, and is made anew once the message changed.
+func TestBodyEncodesEachMessageOnce(t *testing.T) {
+	t.Parallel()
+	var cache llm.EncodeCache
+	chat := []llm.Message{llm.UserText("hi"), {Role: llm.RoleAssistant, Content: []llm.Block{llm.TextBlock("hello")}}}
+	req := &llm.Request{Messages: chat, Cache: &cache}
+	if _, _, err := body(req, "m"); err != nil {
+		t.Fatal(err)
+	}
+	owner := providerName + " m"
+	cache.Put(owner, 0, chat[0], []byte(`{"content":"from the cache","role":"user"}`))
+	got, _, err := body(req, "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(got), "from the cache") {
+		t.Fatalf("body = %s: the cached encoding of message 0 was not used", got)
+	}
+	req.Messages = store.AppendMessage(chat[:1], llm.UserText("again")) // message 0 changed
+	if got, _, err = body(req, "m"); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(got), "from the cache") || !strings.Contains(string(got), `hi\n\nagain`) {
+		t.Fatalf("body = %s: a changed message was sent from the cache", got)
+	}
+}
