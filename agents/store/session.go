@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -160,9 +161,10 @@ func (s *Session) Sync() error { return s.top.Sync() }
 
 // ReadInfo reads session.json.
 func (s *Session) ReadInfo() (Info, error) {
-	data, err := os.ReadFile(filepath.Join(s.dir, infoFile))
+	path := filepath.Join(s.dir, infoFile)
+	data, err := fsx.ReadRegular(path)
 	if err != nil {
-		return Info{}, fmt.Errorf("read session info: %w", err)
+		return Info{}, fmt.Errorf("read session info: %w", fileError("read", path, err))
 	}
 	var info Info
 	if err := json.Unmarshal(data, &info); err != nil {
@@ -245,15 +247,20 @@ func (s *Session) OpenTranscript(path string, now func() time.Time) (*Transcript
 	return tr, err
 }
 
-// ReadTranscript reads the transcript at path (see the package function). The path must
-// lie inside the session directory (Confine).
+// ReadTranscript reads the transcript at path (LoadTranscript without a context).
 func (s *Session) ReadTranscript(path string) (*Loaded, error) {
+	return s.LoadTranscript(context.Background(), path)
+}
+
+// LoadTranscript reads the transcript at path (see the package function), stopping when
+// ctx is done. The path must lie inside the session directory (Confine).
+func (s *Session) LoadTranscript(ctx context.Context, path string) (*Loaded, error) {
 	if err := s.Confine(path); err != nil {
 		return nil, err
 	}
 	var l *Loaded
 	err := s.files.Do(func() (err error) {
-		l, err = ReadTranscript(path)
+		l, err = LoadTranscript(ctx, path)
 		return err
 	})
 	return l, err
@@ -351,11 +358,11 @@ func (s *Session) ReadSidecar(id string) ([]byte, error) {
 	}
 	var data []byte
 	err = s.files.Do(func() (err error) {
-		data, err = fsx.ReadFile(path)
+		data, err = fsx.ReadRegular(path)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read sidecar: %w", err)
+		return nil, fmt.Errorf("read sidecar: %w", fileError("read", path, err))
 	}
 	return data, nil
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -83,12 +84,12 @@ func openTranscript(path string, now func() time.Time, files *fsx.Handles, chang
 		if err := trimTornTail(path); err != nil {
 			return err
 		}
-		f, err := fsx.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o600)
+		f, err := fsx.OpenRegularFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o600)
 		if errors.Is(err, os.ErrExist) {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("open transcript: %w", err)
+			return fmt.Errorf("open transcript: %w", fileError("write", path, err))
 		}
 		if changed != nil {
 			changed()
@@ -105,12 +106,12 @@ func openTranscript(path string, now func() time.Time, files *fsx.Handles, chang
 // so that the next record starts on a line of its own. The torn record was never complete,
 // so nothing that was acknowledged is lost.
 func trimTornTail(path string) error {
-	f, err := fsx.OpenFile(path, os.O_RDWR, 0)
+	f, err := fsx.OpenRegularFile(path, os.O_RDWR, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("open transcript: %w", err)
+		return fmt.Errorf("open transcript: %w", fileError("write", path, err))
 	}
 	defer f.Close()
 	st, err := f.Stat()
@@ -184,7 +185,7 @@ func (t *Transcript) Write(rec Record) error {
 		return errClosed
 	}
 	err = t.files.Do(func() error {
-		f, err := fsx.OpenFile(t.path, os.O_WRONLY|os.O_APPEND, 0)
+		f, err := fsx.OpenRegularFile(t.path, os.O_WRONLY|os.O_APPEND, 0)
 		if err != nil {
 			return err
 		}
@@ -197,7 +198,7 @@ func (t *Transcript) Write(rec Record) error {
 	if err != nil {
 		// A write that may have left part of a line is fatal to the transcript; the
 		// next open trims the torn line.
-		t.err = fmt.Errorf("write transcript: %w", err)
+		t.err = fmt.Errorf("write transcript: %w", fileError("write", t.path, err))
 		return t.err
 	}
 	t.dirty = true
@@ -230,7 +231,7 @@ func (t *Transcript) syncLocked() error {
 		return nil
 	}
 	err := t.files.Do(func() error {
-		f, err := fsx.OpenFile(t.path, os.O_WRONLY|os.O_APPEND, 0)
+		f, err := fsx.OpenRegularFile(t.path, os.O_WRONLY|os.O_APPEND, 0)
 		if err != nil {
 			return err
 		}
@@ -241,7 +242,7 @@ func (t *Transcript) syncLocked() error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("sync transcript: %w", err)
+		return fmt.Errorf("sync transcript: %w", fileError("write", t.path, err))
 	}
 	if t.fsyncs != nil {
 		t.fsyncs.Add(1)
@@ -278,52 +279,90 @@ type Loaded struct {
 	Warnings []string
 }
 
-// ReadTranscript reads a transcript. A torn or corrupt line is skipped with a warning and
-// never fails the read; only an unreadable file is an error.
+// ReadTranscript reads a transcript (LoadTranscript without a context).
 func ReadTranscript(path string) (*Loaded, error) {
-	data, err := fsx.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("open transcript: %w", err)
-	}
-	return decodeTranscript(data), nil
+	return LoadTranscript(context.Background(), path)
 }
 
-// DecodeTranscript reads transcript records from r (see ReadTranscript). The whole
-// input is read at once and its lines decoded without reflection (decodeLine).
+// LoadTranscript reads a transcript. A torn or corrupt line is skipped with a warning and
+// never fails the read; a file that cannot be read fails it with a *FileError (a missing
+// one with an error wrapping os.ErrNotExist). The file is read line by line, never
+// opened in a way that can block (fsx.OpenRegular), and the read stops with ctx's cause
+// once ctx is done, however large the file.
+func LoadTranscript(ctx context.Context, path string) (*Loaded, error) {
+	f, err := fsx.OpenRegular(path)
+	if err != nil {
+		return nil, fileError("read", path, err)
+	}
+	defer f.Close()
+	l, err := decodeTranscript(ctx, f)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("read transcript %s: %w", path, err)
+		}
+		return nil, fileError("read", path, err)
+	}
+	return l, nil
+}
+
+// DecodeTranscript reads transcript records from r (see LoadTranscript). Its lines are
+// decoded one at a time, without reflection (decodeLine).
 func DecodeTranscript(r io.Reader) (*Loaded, error) {
-	data, err := io.ReadAll(r)
+	l, err := decodeTranscript(context.Background(), r)
 	if err != nil {
 		return nil, fmt.Errorf("read transcript: %w", err)
 	}
-	return decodeTranscript(data), nil
+	return l, nil
 }
 
-func decodeTranscript(data []byte) *Loaded {
+// decodeTranscript decodes the lines of r until its end, checking ctx every
+// ctxEvery lines.
+func decodeTranscript(ctx context.Context, r io.Reader) (*Loaded, error) {
+	const ctxEvery = 256
 	out := &Loaded{}
-	for n := 1; len(data) > 0; n++ {
-		line := data
-		torn := true
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			line, data, torn = data[:i], data[i+1:], false
-		} else {
-			data = nil
-		}
-		line = bytes.TrimSpace(line)
-		if len(line) == 0 {
-			continue
-		}
-		var rec Record
-		if err := decodeLine(line, &rec); err != nil {
-			what := "corrupt line"
-			if torn {
-				what = "torn last line"
+	br := bufio.NewReaderSize(r, 256<<10)
+	var long []byte // a line longer than br's buffer, gathered
+	for n := 1; ; n++ {
+		if n%ctxEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, context.Cause(ctx)
 			}
-			out.Warnings = append(out.Warnings, fmt.Sprintf("transcript line %d: %s skipped", n, what))
-			continue
 		}
-		out.apply(rec)
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			long = append(long[:0], line...)
+			for errors.Is(err, bufio.ErrBufferFull) {
+				if err := ctx.Err(); err != nil {
+					return nil, context.Cause(ctx)
+				}
+				line, err = br.ReadSlice('\n')
+				long = append(long, line...)
+			}
+			line = long
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+		torn := errors.Is(err, io.EOF)
+		if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
+			var rec Record
+			if derr := decodeLine(trimmed, &rec); derr != nil {
+				what := "corrupt line"
+				if torn {
+					what = "torn last line"
+				}
+				out.Warnings = append(out.Warnings, fmt.Sprintf("transcript line %d: %s skipped", n, what))
+			} else {
+				out.apply(rec)
+			}
+		}
+		if torn {
+			return out, nil
+		}
+		if cap(long) > 1<<20 {
+			long = nil // do not keep a huge line's buffer for the short ones that follow
+		}
 	}
-	return out
 }
 
 func (l *Loaded) apply(rec Record) {
@@ -369,9 +408,9 @@ type Probe struct {
 // ProbeTranscript reads a transcript's lines until it has seen its meta record and one
 // chat message (corrupt lines are skipped): whether there is a history to revive.
 func ProbeTranscript(path string) (Probe, error) {
-	f, err := os.Open(path)
+	f, err := fsx.OpenRegular(path)
 	if err != nil {
-		return Probe{}, err
+		return Probe{}, fileError("read", path, err)
 	}
 	defer f.Close()
 	var p Probe
@@ -402,9 +441,9 @@ func ProbeTranscript(path string) (Probe, error) {
 
 // firstRecord decodes a transcript's first line.
 func firstRecord(path string) (Record, error) {
-	f, err := os.Open(path)
+	f, err := fsx.OpenRegular(path)
 	if err != nil {
-		return Record{}, err
+		return Record{}, fileError("read", path, err)
 	}
 	defer f.Close()
 	line, err := bufio.NewReaderSize(f, 64<<10).ReadBytes('\n')

@@ -114,16 +114,6 @@ func OpenFile(name string, flag int, perm os.FileMode) (*os.File, error) {
 	return f, err
 }
 
-// ReadFile is os.ReadFile with OpenFile's retries.
-func ReadFile(name string) ([]byte, error) {
-	var data []byte
-	err := retry(func() (err error) {
-		data, err = os.ReadFile(name)
-		return err
-	})
-	return data, err
-}
-
 // retry runs op until it succeeds, fails otherwise than for want of descriptors, or the
 // retries are spent (backing off from 1 ms to 250 ms, about 30 s in all).
 func retry(op func() error) error {
