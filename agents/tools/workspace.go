@@ -118,6 +118,7 @@ type Workspace struct {
 	limits   Limits
 	edits    *sync.Mutex // held by write_file and edit for their read-modify-write
 	schemas  *schemaCache
+	ignores  *ignoreCache // shared by the copies
 }
 
 // NewWorkspace returns a workspace rooted at the directory root (made absolute, symlinks
@@ -141,7 +142,7 @@ func NewWorkspace(root string, mode Mode, opts ...Option) (*Workspace, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("new workspace: %s is not a directory", root)
 	}
-	w := &Workspace{root: real, mode: mode, limits: Limits{}.withDefaults(), edits: new(sync.Mutex), schemas: new(schemaCache)}
+	w := &Workspace{root: real, mode: mode, limits: Limits{}.withDefaults(), edits: new(sync.Mutex), schemas: new(schemaCache), ignores: new(ignoreCache)}
 	if abs != real {
 		w.alias = abs
 	}
