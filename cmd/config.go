@@ -36,6 +36,7 @@ type Config struct {
 	MaxTurns           int                       `mapstructure:"max-turns"`
 	Timeout            time.Duration             `mapstructure:"timeout"`
 	RequestTimeout     time.Duration             `mapstructure:"request-timeout"`
+	MaxAnswerBytes     int                       `mapstructure:"max-answer-bytes"`
 	ApprovalMode       tools.Mode                `mapstructure:"approval-mode"`
 	BackgroundOnExit   headless.BackgroundPolicy `mapstructure:"background-on-exit"`
 	MaxBackground      int                       `mapstructure:"max-background"`
@@ -102,6 +103,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("input-format", c.InputFormat),
 		slog.Int("max-turns", c.MaxTurns),
 		slog.Duration("timeout", c.Timeout),
+		slog.Int("max-answer-bytes", c.MaxAnswerBytes),
 		slog.String("approval-mode", string(c.ApprovalMode)),
 		slog.String("background-on-exit", string(c.BackgroundOnExit)),
 		slog.Int("max-background", c.MaxBackground),
@@ -178,6 +180,7 @@ func settings() []setting {
 		{key: "max-turns", kind: kindInt, flag: true, def: agents.DefaultMaxTurns, scope: scopeNarrow, narrower: lowerCap(intValue)},
 		{key: "timeout", kind: kindDuration, flag: true, def: time.Duration(0), scope: scopeNarrow, narrower: lowerCap(durationValue)},
 		{key: "request-timeout", kind: kindDuration, flag: true, def: defaultRequestTimeout, scope: scopeNarrow, narrower: lowerCap(durationValue)},
+		{key: "max-answer-bytes", kind: kindInt, flag: true, def: llm.DefaultMaxAnswerBytes, scope: scopeNarrow, narrower: lowerCap(intValue)},
 		{key: "approval-mode", kind: kindString, flag: true, def: string(tools.ModeDefault), scope: scopeNarrow, narrower: lowerMode},
 		{key: "background-on-exit", kind: kindString, flag: true, def: string(headless.BackgroundWait), scope: scopeNarrow, narrower: cancelsSooner},
 		{key: "max-background", kind: kindInt, flag: true, def: agents.DefaultMaxBackground, scope: scopeNarrow, narrower: fewer},
@@ -370,6 +373,9 @@ func (c *Config) validate() (slog.Level, error) {
 	}
 	if c.MaxTurns < 0 {
 		return 0, usageErrorf("invalid --max-turns %d%s: want 0 (no cap) or more", c.MaxTurns, c.from("max-turns"))
+	}
+	if c.MaxAnswerBytes < 0 {
+		return 0, usageErrorf("invalid --max-answer-bytes %d%s: want 0 (no cap) or more", c.MaxAnswerBytes, c.from("max-answer-bytes"))
 	}
 	if c.Timeout < 0 {
 		return 0, usageErrorf("invalid --timeout %v%s: want 0 (none) or a positive duration", c.Timeout, c.from("timeout"))
