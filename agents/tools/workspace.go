@@ -64,7 +64,12 @@ type Limits struct {
 	GrepMatches   int // matching lines grep returns (500)
 	GlobResults   int // paths glob returns (1000)
 	OutputChars   int // characters of a grep, glob or shell result; shell keeps the head and the tail (30000)
+	EditBytes     int // size of the largest file edit changes; it holds the file in memory (DefaultEditBytes)
 }
+
+// DefaultEditBytes is the size of the largest file edit changes by default: edit holds
+// the file, and the file as changed, in memory.
+const DefaultEditBytes = 16 << 20
 
 func (l Limits) withDefaults() Limits {
 	def := func(v *int, d int) {
@@ -79,6 +84,7 @@ func (l Limits) withDefaults() Limits {
 	def(&l.GrepMatches, 500)
 	def(&l.GlobResults, 1000)
 	def(&l.OutputChars, 30000)
+	def(&l.EditBytes, DefaultEditBytes)
 	return l
 }
 
