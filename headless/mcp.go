@@ -32,6 +32,8 @@ type MCPOptions struct {
 	TrustProject bool
 	// StartTimeout bounds each server's start (default mcp.DefaultStartTimeout).
 	StartTimeout time.Duration
+	// CallTimeout bounds each tool call (MCP_TOOL_TIMEOUT; default mcp.DefaultCallTimeout).
+	CallTimeout time.Duration
 }
 
 // mcpState is the session's MCP side: the servers, and which of them each agent names.
@@ -78,6 +80,7 @@ func (s *session) newMCP(ctx context.Context, cat agents.Catalog) *mcpState {
 		Env:           mcpEnv(s.opts.Secrets),
 		Dir:           s.opts.CWD,
 		StartTimeout:  s.opts.MCP.StartTimeout,
+		CallTimeout:   s.opts.MCP.CallTimeout,
 		Logger:        s.opts.Logger,
 		ClientName:    "stoke",
 		ClientVersion: s.opts.Version,
