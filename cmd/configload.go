@@ -319,6 +319,15 @@ func boolFromFlagOrEnv(in configInput, key string) (bool, error) {
 // per-run keys are dropped and returned; a value of the wrong type or YAML that does not
 // parse is a usage error naming the file.
 func readSettings(path string, all []setting) (map[string]any, []ignoredKey, error) {
+	// A FIFO or a device would block the read, or never end it: only a regular file
+	// (or a link to one) is read.
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, nil
+	}
+	if err == nil && !fi.Mode().IsRegular() {
+		return nil, nil, usageErrorf("read settings file %s: it is not a regular file (%v)", path, fi.Mode().Type())
+	}
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, nil
@@ -326,6 +335,11 @@ func readSettings(path string, all []setting) (map[string]any, []ignoredKey, err
 	if err != nil {
 		return nil, nil, usageErrorf("read settings file %s: %v", path, err)
 	}
+	return parseSettings(data, path, all)
+}
+
+// parseSettings parses the content of the settings file path (see readSettings).
+func parseSettings(data []byte, path string, all []setting) (map[string]any, []ignoredKey, error) {
 	var raw map[string]any
 	if err := yaml.Unmarshal(data, &raw); err != nil {
 		return nil, nil, usageErrorf("malformed settings file %s: %v", path, err)
