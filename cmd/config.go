@@ -15,6 +15,7 @@ import (
 	"github.com/stoke-cli/stoke/agents/llm/price"
 	"github.com/stoke-cli/stoke/agents/secrets"
 	"github.com/stoke-cli/stoke/agents/tools"
+	"github.com/stoke-cli/stoke/cmd/internal/settingsfile"
 	"github.com/stoke-cli/stoke/headless"
 	"github.com/stoke-cli/stoke/headless/progress"
 )
@@ -114,20 +115,16 @@ func (c Config) LogValue() slog.Value {
 	)
 }
 
-// kind is the type of a configuration value.
-type kind int
+// kind is the type of a configuration value (settingsfile.Kind has what each means).
+type kind = settingsfile.Kind
 
 const (
-	kindString kind = iota
-	kindInt
-	kindBool
-	kindDuration
-	// kindMap is a structured settings-file value (prices, hooks): no flag, no environment
-	// variable; entries of a later file replace same-named entries of an earlier one.
-	kindMap
-	// kindList is a list of strings in the home settings (env-deny, trusted-projects): no
-	// flag, no environment variable.
-	kindList
+	kindString   = settingsfile.String
+	kindInt      = settingsfile.Int
+	kindBool     = settingsfile.Bool
+	kindDuration = settingsfile.Duration
+	kindMap      = settingsfile.Map
+	kindList     = settingsfile.List
 )
 
 // scope says which settings files may set a key. The project's file is a checkout's:
