@@ -49,10 +49,10 @@ func (p *partialStream) write(ev map[string]any) {
 type apiRetry struct {
 	streamjson.Envelope
 	DiscardMessageID string `json:"discard_message_id,omitempty"`
-	Attempt      int   `json:"attempt"`
-	MaxRetries   int   `json:"max_retries"`
-	RetryDelayMS int64 `json:"retry_delay_ms"`
-	ErrorStatus  *int  `json:"error_status"`
+	Attempt          int    `json:"attempt"`
+	MaxRetries       int    `json:"max_retries"`
+	RetryDelayMS     int64  `json:"retry_delay_ms"`
+	ErrorStatus      *int   `json:"error_status"`
 	// Error is the SDKs' kind of the failure (rate_limit, server_error, ...);
 	// ErrorMessage says what failed.
 	Error        string `json:"error"`
