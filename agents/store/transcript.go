@@ -45,6 +45,37 @@ type Record struct {
 	// Row is the task's sidecar as the turn left it (agents owns its schema): the durable
 	// copy a sidecar is rebuilt from when a crash of the machine left it unreadable.
 	Row json.RawMessage `json:"row,omitempty"`
+
+	// What a run records of how a message or a turn came about, for reports (docs/report.md).
+	// All optional: transcripts written before them lack them, and nothing that revives a
+	// chat reads them. Model (above) is, on an assistant message, the model that answered.
+	//
+	// Start: an assistant message, when its model call began; a turn, when it began to run.
+	Start time.Time `json:"start,omitzero"`
+	// Usage: an assistant message, the usage its model call reported.
+	Usage *llm.Usage `json:"usage,omitempty"`
+	// Calls: a message of tool results, when each call ran.
+	Calls []CallTime `json:"calls,omitempty"`
+	// Continuation: a turn, how it ran (fresh, resident or revived: streamjson.Continuation).
+	Continuation string `json:"continuation,omitempty"`
+	// Queued: a turn that waited for a slot, when it was scheduled (it ran from Start).
+	Queued time.Time `json:"queued,omitzero"`
+}
+
+// CallTime is when one tool call ran.
+type CallTime struct {
+	ID         string    `json:"id"` // the tool_use id
+	Start      time.Time `json:"start"`
+	DurationMS int64     `json:"duration_ms"`
+}
+
+// MessageInfo is what a message record says of how the message came about (Record's
+// Start, Model, Usage and Calls); the zero value says nothing.
+type MessageInfo struct {
+	Start time.Time
+	Model string
+	Usage *llm.Usage
+	Calls []CallTime
 }
 
 // Transcript appends records to one JSONL file. Each record is one write of one whole
@@ -215,6 +246,15 @@ func (t *Transcript) Append(m llm.Message) error {
 	return t.Write(Record{Type: RecordMessage, Turn: turn, Message: &m})
 }
 
+// AppendInfo is Append with what info says of how m came about.
+func (t *Transcript) AppendInfo(m llm.Message, info MessageInfo) error {
+	t.mu.Lock()
+	turn := t.turn
+	t.mu.Unlock()
+	return t.Write(Record{Type: RecordMessage, Turn: turn, Message: &m,
+		Start: info.Start.UTC(), Model: info.Model, Usage: info.Usage, Calls: info.Calls})
+}
+
 // Sync implements ChatStore: it flushes what was written since the last sync to stable
 // storage (nothing to do when nothing was).
 func (t *Transcript) Sync() error {
@@ -315,11 +355,39 @@ func DecodeTranscript(r io.Reader) (*Loaded, error) {
 	return l, nil
 }
 
-// decodeTranscript decodes the lines of r until its end, checking ctx every
-// ctxEvery lines.
+// decodeTranscript decodes the lines of r until its end (decodeRecords).
 func decodeTranscript(ctx context.Context, r io.Reader) (*Loaded, error) {
-	const ctxEvery = 256
 	out := &Loaded{}
+	warnings, err := decodeRecords(ctx, r, out.apply)
+	if err != nil {
+		return nil, err
+	}
+	out.Warnings = warnings
+	return out, nil
+}
+
+// ReadRecords reads every record of a transcript, in the order written (for reports,
+// which want each record's times). A torn or corrupt line is skipped with a warning and
+// never fails the read; only an unreadable file is an error. The file is opened as
+// LoadTranscript opens it (fsx.OpenRegular: never blocking, regular files only).
+func ReadRecords(path string) (recs []Record, warnings []string, err error) {
+	f, err := fsx.OpenRegular(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open transcript: %w", fileError("read", path, err))
+	}
+	defer f.Close()
+	warnings, err = decodeRecords(context.Background(), f, func(rec Record) { recs = append(recs, rec) })
+	if err != nil {
+		return nil, nil, fileError("read", path, err)
+	}
+	return recs, warnings, nil
+}
+
+// decodeRecords calls apply with each record of r, in order, until r's end, and returns a
+// warning for each line it skipped; it checks ctx every ctxEvery lines and stops with
+// ctx's cause once ctx is done.
+func decodeRecords(ctx context.Context, r io.Reader, apply func(Record)) (warnings []string, err error) {
+	const ctxEvery = 256
 	br := bufio.NewReaderSize(r, 256<<10)
 	var long []byte // a line longer than br's buffer, gathered
 	for n := 1; ; n++ {
@@ -351,13 +419,13 @@ func decodeTranscript(ctx context.Context, r io.Reader) (*Loaded, error) {
 				if torn {
 					what = "torn last line"
 				}
-				out.Warnings = append(out.Warnings, fmt.Sprintf("transcript line %d: %s skipped", n, what))
+				warnings = append(warnings, fmt.Sprintf("transcript line %d: %s skipped", n, what))
 			} else {
-				out.apply(rec)
+				apply(rec)
 			}
 		}
 		if torn {
-			return out, nil
+			return warnings, nil
 		}
 		if cap(long) > 1<<20 {
 			long = nil // do not keep a huge line's buffer for the short ones that follow

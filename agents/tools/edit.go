@@ -82,7 +82,7 @@ func (t editTool) Run(ctx context.Context, call Call) Result {
 	fi, err := root.Stat(name)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && old == "":
-		if _, err := writeFile(root, name, []byte(repl)); err != nil {
+		if _, err := t.w.writeText(ctx, root, name, abs, []byte(repl)); err != nil {
 			return fileError(NameEdit, shown, err)
 		}
 		return Result{Content: fmt.Sprintf("created %s (%d bytes)", shown, len(repl))}
@@ -95,7 +95,7 @@ func (t editTool) Run(ctx context.Context, call Call) Result {
 	case fi.Size() > int64(t.w.limits.EditBytes):
 		return t.tooLarge(shown, byteSize(fi.Size()))
 	}
-	data, err := readAtMost(root, name, t.w.limits.EditBytes)
+	data, err := t.read(ctx, root, name, abs)
 	if errors.Is(err, errTooLarge) { // it grew since the Stat
 		return t.tooLarge(shown, "more than "+byteSize(int64(t.w.limits.EditBytes)))
 	}
@@ -110,7 +110,7 @@ func (t editTool) Run(ctx context.Context, call Call) Result {
 		if text != "" {
 			return Errorf("%s: %s exists and is not empty; an empty old_string only creates a file. Give the text to replace, or use write_file to replace the whole file", NameEdit, shown)
 		}
-		if _, err := writeFile(root, name, []byte(repl)); err != nil {
+		if _, err := t.w.writeText(ctx, root, name, abs, []byte(repl)); err != nil {
 			return fileError(NameEdit, shown, err)
 		}
 		return Result{Content: fmt.Sprintf("wrote %s (%d bytes)", shown, len(repl))}
@@ -134,7 +134,7 @@ func (t editTool) Run(ctx context.Context, call Call) Result {
 	if !args.ReplaceAll {
 		replaced = text[:at] + repl + text[at+len(old):]
 	}
-	if _, err := writeFile(root, name, []byte(replaced)); err != nil {
+	if _, err := t.w.writeText(ctx, root, name, abs, []byte(replaced)); err != nil {
 		return fileError(NameEdit, shown, err)
 	}
 	var b strings.Builder
@@ -151,6 +151,21 @@ func (t editTool) Run(ctx context.Context, call Call) Result {
 func (t editTool) tooLarge(shown, size string) Result {
 	return Errorf("%s: %s is %s, larger than the %s edit changes (it holds the whole file in memory); change it with the shell tool (sed, a script) or split it",
 		NameEdit, shown, size, byteSize(int64(t.w.limits.EditBytes)))
+}
+
+// read reads the file edit changes, at most EditBytes of it (errTooLarge past them):
+// through the workspace's Files when it has them (a client's buffer, which may differ
+// from the disk), else from root.
+func (t editTool) read(ctx context.Context, root *os.Root, name, abs string) ([]byte, error) {
+	max := t.w.limits.EditBytes
+	if t.w.files == nil {
+		return readAtMost(root, name, max)
+	}
+	data, err := t.w.readText(ctx, root, name, abs)
+	if err == nil && len(data) > max {
+		return nil, errTooLarge
+	}
+	return data, err
 }
 
 // readAtMost reads the file name of root, failing with errTooLarge past max bytes.
