@@ -44,6 +44,10 @@ type Parts struct {
 	// reminder is added once to the next ordinary user prompt after a restore, with the
 	// notifications the parent had not read before the previous run ended.
 	reminder []llm.Block
+	// faults ends the session at the first write of its state that fails; unbind
+	// releases the context Assemble bound to it.
+	faults *stateFaults
+	unbind context.CancelFunc
 }
 
 // Assemble builds the parts of a session from opts, in the named steps below, and
@@ -57,7 +61,10 @@ func Assemble(ctx context.Context, opts Options, cp *sdkhost.ControlPlane) (_ *P
 	if err != nil {
 		return nil, err
 	}
-	p := &Parts{opts: opts, opened: o, id: o.id, start: time.Now(), cp: cp}
+	p := &Parts{opts: opts, opened: o, id: o.id, start: time.Now(), cp: cp, faults: newStateFaults(o.sess)}
+	// The session's turns, host and MCP servers stop at the first write of its state
+	// that fails, as they would on a signal (faults.go).
+	ctx, p.unbind = p.faults.bind(ctx)
 	defer func() {
 		if err != nil {
 			p.release()
@@ -328,6 +335,7 @@ func (p *Parts) Close() {
 	if err := p.opened.lock.Unlock(); err != nil {
 		p.opts.Logger.Warn("unlock session", "err", err)
 	}
+	p.unbind()
 }
 
 // release undoes a failed Assemble: what was made is shut down and closed, the lock
@@ -341,6 +349,7 @@ func (p *Parts) release() {
 		_ = p.chat.Close()
 	}
 	_ = p.opened.lock.Unlock()
+	p.unbind()
 }
 
 // ID returns the session's id: Options.SessionID, or the resumed session's.

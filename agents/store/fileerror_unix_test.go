@@ -76,11 +76,16 @@ func TestFileErrorNamesPathAndErrno(t *testing.T) {
 	if err := os.WriteFile(path, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	// A failure of a system call keeps its errno.
+	// A failure of a system call keeps its errno, and names it; a failed write is
+	// ErrNotStored (the run fails, exit 1), a failed read ErrBadFile (exit 2).
 	fe = &FileError{Path: path, Op: "write", Err: &os.PathError{Op: "write", Path: path, Err: syscall.ENOSPC}}
-	if fe.Errno() != syscall.ENOSPC || !errors.Is(fe, syscall.ENOSPC) || !errors.Is(fe, ErrBadFile) ||
-		fe.Error() != "cannot write session file "+path+": no space left on device" {
+	if fe.Errno() != syscall.ENOSPC || !errors.Is(fe, syscall.ENOSPC) || !errors.Is(fe, ErrNotStored) || errors.Is(fe, ErrBadFile) ||
+		fe.Error() != "cannot write session file "+path+": no space left on device (ENOSPC)" {
 		t.Errorf("FileError = %q (errno %v)", fe, fe.Errno())
+	}
+	fe = &FileError{Path: path, Op: "read", Err: &os.PathError{Op: "read", Path: path, Err: syscall.EIO}}
+	if !errors.Is(fe, ErrBadFile) || errors.Is(fe, ErrNotStored) || fe.Error() != "cannot read session file "+path+": input/output error (EIO)" {
+		t.Errorf("FileError = %q", fe)
 	}
 }
 

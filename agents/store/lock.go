@@ -75,7 +75,7 @@ const (
 // 0; otherwise it tries again until wait has passed (then the *LockedError) or ctx ends.
 func (s *Session) Lock(ctx context.Context, wait time.Duration) (*Lock, error) {
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create session dir: %w", err)
+		return nil, fmt.Errorf("create session dir: %w", s.failures.failed(s.dir, err))
 	}
 	return s.lock(ctx, wait, exclusive)
 }
@@ -99,6 +99,9 @@ func (s *Session) lock(ctx context.Context, wait time.Duration, mode int) (*Lock
 		if errors.Is(err, os.ErrNotExist) {
 			return &Lock{}, nil
 		}
+	}
+	if err != nil && mode == exclusive {
+		return nil, fmt.Errorf("open session lock: %w", s.failures.failed(path, err))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open session lock: %w", fileError("read", path, err))
@@ -130,9 +133,16 @@ func (s *Session) lock(ctx context.Context, wait time.Duration, mode int) (*Lock
 		delay = min(2*delay, 250*time.Millisecond)
 	}
 	if mode == exclusive {
+		// The pid names the holder in another run's refusal, and tells a resume that
+		// the writer is gone (DeadWriter): a lock that cannot record it fails.
 		pid := []byte(strconv.Itoa(os.Getpid()) + "\n")
-		if err := f.Truncate(0); err == nil {
-			_, _ = f.WriteAt(pid, 0)
+		err := f.Truncate(0)
+		if err == nil {
+			_, err = f.WriteAt(pid, 0)
+		}
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("lock session: %w", s.failures.failed(path, err))
 		}
 	}
 	return &Lock{f: f}, nil

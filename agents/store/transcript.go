@@ -88,6 +88,8 @@ type Transcript struct {
 	files  *fsx.Handles  // bounds the files open at once (nil: no bound)
 	fsyncs *atomic.Int64 // counts the syncs (nil: not counted)
 	now    func() time.Time
+	// failures hears of a failed write or sync (nil: no one does): its Session's.
+	failures *writeFailures
 
 	mu     sync.Mutex
 	turn   int
@@ -229,7 +231,7 @@ func (t *Transcript) Write(rec Record) error {
 	if err != nil {
 		// A write that may have left part of a line is fatal to the transcript; the
 		// next open trims the torn line.
-		t.err = fmt.Errorf("write transcript: %w", fileError("write", t.path, err))
+		t.err = fmt.Errorf("write transcript: %w", t.failed(err))
 		return t.err
 	}
 	t.dirty = true
@@ -237,6 +239,15 @@ func (t *Transcript) Write(rec Record) error {
 }
 
 var errClosed = errors.New("transcript closed")
+
+// failed makes err, a failed write or sync of the transcript, a *FileError, and tells
+// the transcript's Session of it.
+func (t *Transcript) failed(err error) error {
+	if t.failures == nil {
+		return fileError("write", t.path, err)
+	}
+	return t.failures.failed(t.path, err)
+}
 
 // Append implements ChatStore.
 func (t *Transcript) Append(m llm.Message) error {
@@ -282,7 +293,7 @@ func (t *Transcript) syncLocked() error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("sync transcript: %w", fileError("write", t.path, err))
+		return fmt.Errorf("sync transcript: %w", t.failed(err))
 	}
 	if t.fsyncs != nil {
 		t.fsyncs.Add(1)
