@@ -125,15 +125,17 @@ func TestFailedWritesFailTheRun(t *testing.T) {
 }
 
 // A home that is read-only, or full, from the start: exit 1 and an error result naming
-// the file that could not be written, with its errno.
+// the file that could not be written, with its errno (on a full home, the lock file is
+// created but its pid cannot be written).
 func TestUnwritableHomeAtStart(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		name, opts, errno string
 		fill              bool
+		file              string // what could not be written, in the session directory
 	}{
-		{"read-only", "size=1m,ro", "read-only file system (EROFS)", false},
-		{"full", "size=64k", "no space left on device (ENOSPC)", true},
+		{"read-only", "size=1m,ro", "read-only file system (EROFS)", false, ""},        // the directory itself
+		{"full", "size=64k", "no space left on device (ENOSPC)", true, "session.lock"}, // its pid
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -153,7 +155,7 @@ func TestUnwritableHomeAtStart(t *testing.T) {
 			var out, errOut bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &errOut
 			_ = cmd.Run()
-			checkNotStored(t, c.name, out.String(), errOut.String(), cmd.ProcessState.ExitCode(), store.New(home, dir, sid).String(), c.errno)
+			checkNotStored(t, c.name, out.String(), errOut.String(), cmd.ProcessState.ExitCode(), filepath.Join(store.New(home, dir, sid).String(), c.file)+": ", c.errno)
 		})
 	}
 }
@@ -235,4 +237,43 @@ func fillUp(t *testing.T, path string) {
 			return
 		}
 	}
+}
+
+// The run's success is reported only once its state is stored: when the last write of
+// session.json fails (the parent's shell put a directory in its place), the run ends
+// with exit 1 and an error result naming session.json, not with success. Needs no mount.
+func TestUnstoredEndIsNoSuccess(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	home, cwd := filepath.Join(dir, "home"), filepath.Join(dir, "work")
+	if err := os.Mkdir(cwd, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	const sid = "5a1e0000-0000-4000-8000-00000000f333"
+	info := filepath.Join(store.New(home, cwd, sid).String(), "session.json")
+	scenario := filepath.Join(dir, "block.yaml")
+	if err := os.WriteFile(scenario, []byte(`
+name: block
+rules:
+  - agent: parent
+    when: {step: 1}
+    reply:
+      tool_calls:
+        - name: shell
+          input: {command: 'rm -f `+info+` && mkdir -p `+info+`/blocked && echo blocked'}
+  - agent: parent
+    reply: {text: "done"}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(h.binDir, "stoke"), "-p", "Block it", "--session-id", sid, "--scenario", scenario, "--output-format", "stream-json", "--approval-mode", "yolo")
+	cmd.Dir = cwd
+	cmd.Env = append(slices.Clip(os.Environ()), "GOCOVERDIR="+h.coverDir, "STOKE_HOME="+home)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	_ = cmd.Run()
+	if !strings.Contains(out.String(), `"type":"tool_result"`) || !strings.Contains(out.String(), "blocked") {
+		t.Fatalf("the shell did not run:\n%s\n%s", out.String(), errOut.String())
+	}
+	checkNotStored(t, "session.json blocked", out.String(), errOut.String(), cmd.ProcessState.ExitCode(), info, ")")
 }
