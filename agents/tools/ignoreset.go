@@ -298,12 +298,12 @@ func classSet(s string) ([]byte, int, bool) {
 	}
 	for i := 0; i < len(body); i++ {
 		lo := body[i]
-		if lo >= utf8.RuneSelf {
-			return nil, 0, false
+		if lo >= utf8.RuneSelf || lo == '-' {
+			return nil, 0, false // path.Match refuses a bare '-', and one that starts a range
 		}
 		if i+2 < len(body) && body[i+1] == '-' {
 			hi := body[i+2]
-			if hi >= utf8.RuneSelf || hi < lo {
+			if hi >= utf8.RuneSelf || hi < lo || hi == '-' {
 				return nil, 0, false
 			}
 			if int(hi-lo) >= maxClassLiterals {
@@ -314,9 +314,6 @@ func classSet(s string) ([]byte, int, bool) {
 			}
 			i += 2
 			continue
-		}
-		if lo == '-' {
-			return nil, 0, false // path.Match refuses a bare '-'
 		}
 		add(lo)
 	}
