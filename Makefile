@@ -4,12 +4,35 @@
 GO      ?= go
 BIN     := bin/stoke
 PKGS    := ./...
-# A count, not a duration: go1.26's fuzz coordinator can fail a duration run with a bare
-# "context deadline exceeded" as the time runs out (golang/go#75804, fixed in go1.27); a
-# count has no deadline to race, and a loaded machine only makes it slower.
-FUZZTIME ?= 20000x
+# The fuzz targets: every reader of untrusted bytes (stream-json input, transcripts and
+# their lines, session archives, sidecars, agent files, cassettes, settings files, MCP
+# configurations, .gitignore files) and the permission rules over shell lines, as
+# NAME:PACKAGE:COUNT. Each runs for a count of inputs, not a duration: go1.26's fuzz
+# coordinator can fail a duration run with a bare "context deadline exceeded" as the time
+# runs out (golang/go#75804, fixed in go1.27); a count has no deadline to race, and a
+# loaded machine only makes it slower. The counts differ because the targets' speeds do
+# (from about 1,000 to 12,000 inputs a second on the 2-core VM): each reaches the point
+# where new coverage comes only every few thousand inputs. The minimisation of each new
+# input is bounded by a count too (FUZZMINIMIZE): the corpus a run finds is kept in the
+# build cache for the next run, minimised or not.
+FUZZ_TARGETS := \
+	FuzzDecoder:./streamjson:50000 \
+	FuzzDecodeTranscript:./agents/store:50000 \
+	FuzzDecodeLine:./agents/store:100000 \
+	FuzzImport:./agents/store:50000 \
+	FuzzDecodeSidecar:./agents:50000 \
+	FuzzParseDefinition:./agents/catalog:30000 \
+	FuzzRules:./agents/permission:50000 \
+	FuzzParse:./agents/llm/cassette:100000 \
+	FuzzIgnore:./agents/tools:100000 \
+	FuzzConfig:./agents/mcp:50000 \
+	FuzzParse:./cmd/internal/settingsfile:30000
+# FUZZ_SCALE multiplies every count: make fuzz-long runs FUZZ_LONG_SCALE times longer.
+FUZZ_SCALE ?= 1
+FUZZ_LONG_SCALE ?= 50
+FUZZMINIMIZE ?= 100x
 
-.PHONY: all build test unit e2e e2e-bin sdk-bin sdk-deps sdk-test acp-deps acp-test mcp-deps report-deps test-deps release-check release-schema fuzz bench bench-all demo lint clean
+.PHONY: all build test unit e2e e2e-bin sdk-bin sdk-deps sdk-test acp-deps acp-test mcp-deps report-deps test-deps release-check release-schema fuzz fuzz-long bench bench-all demo lint clean
 
 all: build
 
@@ -145,15 +168,22 @@ $(REPORT_STAMP): $(REPORT_DIR)/package.json $(REPORT_DIR)/package-lock.json
 
 report-deps: $(REPORT_STAMP)
 
+# make fuzz: each target of FUZZ_TARGETS for its count (about 4 min in all on the 2-core
+# VM, the instrumented builds included). Inputs that fail are written to the package's
+# testdata/fuzz/NAME/ and fail the target; commit them as regression seeds once fixed.
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzDecoder$$' -fuzztime $(FUZZTIME) ./streamjson
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeTranscript$$' -fuzztime $(FUZZTIME) ./agents/store
-	$(GO) test -run '^$$' -fuzz '^FuzzImport$$' -fuzztime $(FUZZTIME) ./agents/store
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeLine$$' -fuzztime $(FUZZTIME) ./agents/store
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSidecar$$' -fuzztime $(FUZZTIME) ./agents
-	$(GO) test -run '^$$' -fuzz '^FuzzRules$$' -fuzztime $(FUZZTIME) ./agents/permission
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./agents/llm/cassette
-	$(GO) test -run '^$$' -fuzz '^FuzzParseDefinition$$' -fuzztime $(FUZZTIME) ./agents/catalog
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		name=$${t%%:*}; rest=$${t#*:}; pkg=$${rest%%:*}; count=$${rest#*:}; \
+		echo "fuzz $$name ($$pkg, $$((count * $(FUZZ_SCALE))) inputs)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $$((count * $(FUZZ_SCALE)))x -fuzzminimizetime $(FUZZMINIMIZE) $$pkg; \
+	done
+
+# make fuzz-long: the nightly size, FUZZ_LONG_SCALE (50) times make fuzz's counts: about
+# 10-15 minutes a target, 2 to 3 hours in all on 2 cores. The corpus the fuzzer grows is
+# kept in the Go build cache (go env GOCACHE, fuzz/), so nightly runs build on each other
+# when the cache is kept between them.
+fuzz-long:
+	$(MAKE) fuzz FUZZ_SCALE=$(FUZZ_LONG_SCALE)
 
 # Benchmarks. bench prints the figures of start-up, memory, the tool round and revival
 # with their targets: the whole-process series (BenchmarkProcess: stoke next to a hello
@@ -161,7 +191,9 @@ fuzz:
 # go.mod's versions, all built by the benchmark, interleaved over BENCH_ROUNDS rounds, as
 # ratios to the floor), stoke's own time per tool round against a loopback server of each
 # provider (BenchmarkToolRound), revival of a 10,000-message transcript
-# (BenchmarkContinuation) and an in-process --resume (BenchmarkResume). bench-all runs
+# (BenchmarkContinuation), an in-process --resume (BenchmarkResume), and grep and glob
+# under a hostile .gitignore of 20,000 patterns (BenchmarkHostileGitignore fails when
+# they cost more than twice 20 patterns). bench-all runs
 # every benchmark of the module once.
 BENCH_ROUNDS ?= 20
 
@@ -170,6 +202,7 @@ bench:
 	$(GO) test -run '^$$' -bench '^BenchmarkToolRound$$' -benchmem ./agents/runtime
 	$(GO) test -run '^$$' -bench '^BenchmarkContinuation$$/^revived/messages=10000$$' -benchmem ./agents
 	$(GO) test -run '^$$' -bench '^BenchmarkResume$$' -benchmem ./headless
+	$(GO) test -run '^$$' -bench '^BenchmarkHostileGitignore$$' -benchmem ./agents/tools
 
 bench-all:
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 $$($(GO) list $(PKGS) | grep -v -e /e2e/sdk$$ -e /e2e/acp$$)

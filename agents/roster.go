@@ -33,6 +33,12 @@ type RosterOptions struct {
 // transcript path leads outside the session directory, the transcript is missing,
 // unreadable, belongs to another task or holds no history (a launch that never started
 // needs none), it was worktree-isolated, or its cwd differs from the session's.
+//
+// A row stored running or queued is repaired, with a warning: its run ended without
+// storing the end of its turn (a crash, a kill, a write that failed). When the task's
+// transcript holds a newer row (its last turn record: the transcript was written, the
+// sidecar not), that row is taken; either way Registry.Restore writes the sidecar as
+// the row comes back, so that no row stays running on disk.
 func LoadRoster(sess *store.Session, o RosterOptions) (rows []Row, warnings []string, err error) {
 	names, err := sess.SidecarNames()
 	if err != nil {
@@ -48,6 +54,11 @@ func LoadRoster(sess *store.Session, o RosterOptions) (rows []Row, warnings []st
 		if s.ParentSessionID != o.SessionID {
 			warnings = append(warnings, fmt.Sprintf("skipping the sidecar of %s: it belongs to session %q", name, s.ParentSessionID))
 			continue
+		}
+		if s.Status.Active() {
+			var warning string
+			s, warning = repairActive(sess, name, s)
+			warnings = append(warnings, warning)
 		}
 		switch {
 		case s.Status.Active() || s.Status == StatusPaused:
@@ -69,6 +80,25 @@ func LoadRoster(sess *store.Session, o RosterOptions) (rows []Row, warnings []st
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].CreatedAt.Before(rows[j].CreatedAt) })
 	return rows, warnings, nil
+}
+
+// repairActive returns the row of a sidecar stored active (running or queued) as a
+// resume takes it, marked stale, and the warning that says so: the row of the task
+// transcript's last turn record when it is newer, else the sidecar's (it comes back
+// paused, as after a crash).
+func repairActive(sess *store.Session, name string, s Sidecar) (Sidecar, string) {
+	s.stale = true
+	if loaded, err := sess.ReadTranscript(sess.TaskTranscript(name)); err == nil && loaded.LastRow != nil {
+		t, err := DecodeSidecar(loaded.LastRow, s.TaskID, sess.Abs)
+		if err == nil && t.ParentSessionID == s.ParentSessionID &&
+			(t.Turn > s.Turn || t.Turn == s.Turn && t.UpdatedAt.After(s.UpdatedAt)) {
+			t.stale = true
+			return t, fmt.Sprintf("repaired task %s: its sidecar said %s, but its transcript's last turn record says %s (the sidecar's write failed, or the run was killed before it): restored as the transcript says",
+				s.TaskID, s.Status, t.Status)
+		}
+	}
+	return s, fmt.Sprintf("repaired task %s: it was %s when its session's last run ended without storing the end of its turn (a crash, a kill, or a write that failed): it comes back paused",
+		s.TaskID, s.Status)
 }
 
 // blockedReason says why the stored row cannot be continued in this session ("" when it
@@ -128,6 +158,7 @@ func exists(path string) bool {
 // all-or-nothing: on error no row was added. Safe for concurrent use.
 func (r *Registry) Restore(rows []Row) error {
 	cs := make(map[TaskID]*controller, len(rows))
+	var stale []TaskID // rows whose sidecars are behind (LoadRoster): written once restored
 	for _, row := range rows {
 		if _, err := ParseTaskID(string(row.TaskID)); err != nil {
 			return fmt.Errorf("restore: %w", err)
@@ -145,17 +176,25 @@ func (r *Registry) Restore(rows []Row) error {
 		if row, err = row.restored(); err != nil {
 			return err
 		}
+		if row.stale {
+			stale = append(stale, row.TaskID)
+			row.stale = false
+		}
 		cs[row.TaskID] = newController(r.env, def, row, def.Resident())
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	for id := range cs {
 		if _, ok := r.tasks[id]; ok {
+			r.mu.Unlock()
 			return fmt.Errorf("restore: task %s is already in the registry", id)
 		}
 	}
 	for id, c := range cs {
 		r.tasks[id] = c
+	}
+	r.mu.Unlock()
+	for _, id := range stale {
+		cs[id].persist() // a failure is the store's (OnWriteFailure)
 	}
 	return nil
 }

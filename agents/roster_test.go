@@ -155,8 +155,8 @@ func TestLoadRoster(t *testing.T) {
 			t.Errorf("%s blocked reason %q, want it to say %q", id, r.BlockedReason, frag)
 		}
 	}
-	if len(warnings) != 3 { // corrupt, misnamed, other owner
-		t.Errorf("warnings = %q, want 3", warnings)
+	if len(warnings) != 5 { // corrupt, misnamed, other owner; the two running rows repaired
+		t.Errorf("warnings = %q, want 5", warnings)
 	}
 
 	// Only the newest completed rows are kept; running rows are not limited.
@@ -353,4 +353,78 @@ func writeSidecar(sess *store.Session, s Sidecar) error {
 		return err
 	}
 	return sess.WriteSidecar(string(s.TaskID), data)
+}
+
+// A row stored running or queued is what a run that ended without storing its turn's
+// end leaves (a crash, a kill, a write that failed): the load repairs it, with a warning
+// naming it, from its transcript's last turn record when that is newer than the sidecar
+// (the transcript was written, the sidecar not), else as paused; Restore writes the
+// repaired sidecars, so no row stays active on disk.
+func TestLoadRepairsActiveRows(t *testing.T) {
+	t.Parallel()
+	dir, cwd := t.TempDir(), "/work/repo"
+	sess := store.At(dir)
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	writeRosterSidecar(t, dir, cwd, rosterSidecar{id: tid(1), status: StatusRunning, backgrounded: true, ended: now})
+	writeRosterSidecar(t, dir, cwd, rosterSidecar{id: tid(2), status: StatusQueued, backgrounded: true, ended: now})
+	writeRosterSidecar(t, dir, cwd, rosterSidecar{id: tid(3), status: StatusCompleted, backgrounded: true, ended: now})
+	// Task 1's turn ended in its transcript (the row in its turn record), not in its sidecar.
+	stored, err := ReadSidecar(sess, string(tid(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := stored.Row
+	done.complete(now.Add(time.Minute), "Stored it.")
+	rowData, err := EncodeSidecar(Sidecar{Row: done, CWD: cwd}, sess.Rel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := sess.OpenTranscript(sess.TaskTranscript(string(tid(1))), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Write(store.Record{Type: store.RecordTurn, Turn: 1, Status: string(StatusCompleted), Summary: "Stored it.", Row: rowData}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	rows, warnings, err := LoadRoster(sess, RosterOptions{SessionID: rosterSession, CWD: cwd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	said := strings.Join(warnings, "\n")
+	for _, want := range []string{
+		"repaired task " + string(tid(1)) + ": its sidecar said running, but its transcript's last turn record says completed",
+		"repaired task " + string(tid(2)) + ": it was queued when its session's last run ended",
+	} {
+		if !strings.Contains(said, want) {
+			t.Errorf("warnings %q do not say %q", warnings, want)
+		}
+	}
+	if strings.Contains(said, string(tid(3))) || len(warnings) != 2 {
+		t.Errorf("warnings = %q, want one per active row", warnings)
+	}
+	reg := NewRegistry(t.Context(), RegistryConfig{SessionID: rosterSession, Store: sess, CWD: cwd})
+	defer reg.Shutdown()
+	if err := reg.Restore(rows); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[TaskID]Status{tid(1): StatusCompleted, tid(2): StatusPaused, tid(3): StatusCompleted} {
+		if r, ok := reg.Get(id); !ok || r.Status != want {
+			t.Errorf("%s restored as %+v, want %s", id, r, want)
+		}
+		sc, err := ReadSidecar(sess, string(id))
+		if err != nil || sc.Status != want {
+			t.Errorf("%s's sidecar on disk: %s, %v; want %s", id, sc.Status, err, want)
+		}
+	}
+	if sc, _ := ReadSidecar(sess, string(tid(1))); sc.LastOutcome.Text != "Stored it." {
+		t.Errorf("task 1's repaired sidecar lost its outcome: %+v", sc.LastOutcome)
+	}
+	// Repaired once: the next load finds nothing to repair.
+	if _, warnings, _ := LoadRoster(sess, RosterOptions{SessionID: rosterSession, CWD: cwd}); len(warnings) != 0 {
+		t.Errorf("second load: warnings %q", warnings)
+	}
 }

@@ -91,6 +91,10 @@ type Row struct {
 	// turn of a paused row runs first, as the same turn.
 	NotStarted bool   `json:"not_started,omitempty"`
 	Pending    string `json:"pending,omitempty"`
+
+	// stale: the row's sidecar is behind (LoadRoster found it active, its run gone):
+	// Restore writes it as it comes back. Never stored.
+	stale bool
 }
 
 // The row state machine. Every change of a row's status is one of these methods:

@@ -15,6 +15,7 @@ import (
 	"github.com/stoke-cli/stoke/agents/llm/price"
 	"github.com/stoke-cli/stoke/agents/secrets"
 	"github.com/stoke-cli/stoke/agents/tools"
+	"github.com/stoke-cli/stoke/cmd/internal/settingsfile"
 	"github.com/stoke-cli/stoke/headless"
 	"github.com/stoke-cli/stoke/headless/progress"
 )
@@ -36,6 +37,7 @@ type Config struct {
 	MaxTurns           int                       `mapstructure:"max-turns"`
 	Timeout            time.Duration             `mapstructure:"timeout"`
 	RequestTimeout     time.Duration             `mapstructure:"request-timeout"`
+	MaxAnswerBytes     int                       `mapstructure:"max-answer-bytes"`
 	ApprovalMode       tools.Mode                `mapstructure:"approval-mode"`
 	BackgroundOnExit   headless.BackgroundPolicy `mapstructure:"background-on-exit"`
 	MaxBackground      int                       `mapstructure:"max-background"`
@@ -105,6 +107,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("input-format", c.InputFormat),
 		slog.Int("max-turns", c.MaxTurns),
 		slog.Duration("timeout", c.Timeout),
+		slog.Int("max-answer-bytes", c.MaxAnswerBytes),
 		slog.String("approval-mode", string(c.ApprovalMode)),
 		slog.String("background-on-exit", string(c.BackgroundOnExit)),
 		slog.Int("max-background", c.MaxBackground),
@@ -116,20 +119,16 @@ func (c Config) LogValue() slog.Value {
 	)
 }
 
-// kind is the type of a configuration value.
-type kind int
+// kind is the type of a configuration value (settingsfile.Kind has what each means).
+type kind = settingsfile.Kind
 
 const (
-	kindString kind = iota
-	kindInt
-	kindBool
-	kindDuration
-	// kindMap is a structured settings-file value (prices, hooks): no flag, no environment
-	// variable; entries of a later file replace same-named entries of an earlier one.
-	kindMap
-	// kindList is a list of strings in the home settings (env-deny, trusted-projects): no
-	// flag, no environment variable.
-	kindList
+	kindString   = settingsfile.String
+	kindInt      = settingsfile.Int
+	kindBool     = settingsfile.Bool
+	kindDuration = settingsfile.Duration
+	kindMap      = settingsfile.Map
+	kindList     = settingsfile.List
 )
 
 // scope says which settings files may set a key. The project's file is a checkout's:
@@ -182,6 +181,7 @@ func settings() []setting {
 		{key: "max-turns", kind: kindInt, flag: true, def: agents.DefaultMaxTurns, scope: scopeNarrow, narrower: lowerCap(intValue)},
 		{key: "timeout", kind: kindDuration, flag: true, def: time.Duration(0), scope: scopeNarrow, narrower: lowerCap(durationValue)},
 		{key: "request-timeout", kind: kindDuration, flag: true, def: defaultRequestTimeout, scope: scopeNarrow, narrower: lowerCap(durationValue)},
+		{key: "max-answer-bytes", kind: kindInt, flag: true, def: llm.DefaultMaxAnswerBytes, scope: scopeNarrow, narrower: lowerCap(intValue)},
 		{key: "approval-mode", kind: kindString, flag: true, def: string(tools.ModeDefault), scope: scopeNarrow, narrower: lowerMode},
 		{key: "background-on-exit", kind: kindString, flag: true, def: string(headless.BackgroundWait), scope: scopeNarrow, narrower: cancelsSooner},
 		{key: "max-background", kind: kindInt, flag: true, def: agents.DefaultMaxBackground, scope: scopeNarrow, narrower: fewer},
@@ -377,6 +377,9 @@ func (c *Config) validate() (slog.Level, error) {
 	}
 	if c.MaxTurns < 0 {
 		return 0, usageErrorf("invalid --max-turns %d%s: want 0 (no cap) or more", c.MaxTurns, c.from("max-turns"))
+	}
+	if c.MaxAnswerBytes < 0 {
+		return 0, usageErrorf("invalid --max-answer-bytes %d%s: want 0 (no cap) or more", c.MaxAnswerBytes, c.from("max-answer-bytes"))
 	}
 	if c.Timeout < 0 {
 		return 0, usageErrorf("invalid --timeout %v%s: want 0 (none) or a positive duration", c.Timeout, c.from("timeout"))

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/stoke-cli/stoke/agents/hooks"
 	"github.com/stoke-cli/stoke/agents/llm/price"
+	"github.com/stoke-cli/stoke/cmd/internal/settingsfile"
 )
 
 // configInput is what loadConfig reads besides viper.
@@ -329,6 +329,15 @@ func boolFromFlagOrEnv(in configInput, key string) (bool, error) {
 // per-run keys are dropped and returned; a value of the wrong type or YAML that does not
 // parse is a usage error naming the file.
 func readSettings(path string, all []setting) (map[string]any, []ignoredKey, error) {
+	// A FIFO or a device would block the read, or never end it: only a regular file
+	// (or a link to one) is read.
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, nil
+	}
+	if err == nil && !fi.Mode().IsRegular() {
+		return nil, nil, usageErrorf("read settings file %s: it is not a regular file (%v)", path, fi.Mode().Type())
+	}
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, nil
@@ -336,79 +345,35 @@ func readSettings(path string, all []setting) (map[string]any, []ignoredKey, err
 	if err != nil {
 		return nil, nil, usageErrorf("read settings file %s: %v", path, err)
 	}
-	var raw map[string]any
-	if err := yaml.Unmarshal(data, &raw); err != nil {
-		return nil, nil, usageErrorf("malformed settings file %s: %v", path, err)
+	return parseSettings(data, path, all)
+}
+
+// parseSettings parses the content of the settings file path (see readSettings).
+func parseSettings(data []byte, path string, all []setting) (map[string]any, []ignoredKey, error) {
+	keys := make([]settingsfile.Key, len(all))
+	for i, s := range all {
+		keys[i] = settingsfile.Key{Name: s.key, Kind: s.kind, PerRun: s.perRun}
 	}
-	out := make(map[string]any, len(raw))
+	out, left, err := settingsfile.Parse(data, keys)
+	var ve *settingsfile.ValueError
+	switch {
+	case errors.As(err, &ve):
+		return nil, nil, usageErrorf("settings file %s: %v", path, ve)
+	case err != nil:
+		return nil, nil, usageErrorf("malformed settings file %s: %v", path, errors.Unwrap(err))
+	}
 	var ignored []ignoredKey
-	for _, k := range slices.Sorted(maps.Keys(raw)) {
-		val := raw[k]
-		key := strings.ToLower(k)
-		i := slices.IndexFunc(all, func(s setting) bool { return s.key == key })
-		switch {
-		case i < 0:
-			ignored = append(ignored, ignoredKey{path, k, "unknown key"})
-			continue
-		case all[i].perRun:
-			ignored = append(ignored, ignoredKey{path, k, fmt.Sprintf("set it with --%s or %s", key, envName(key))})
-			continue
-		case val == nil:
-			continue // "model:" with no value sets nothing
+	for _, l := range left {
+		reason := "unknown key"
+		if l.PerRun {
+			key := strings.ToLower(l.Key)
+			reason = fmt.Sprintf("set it with --%s or %s", key, envName(key))
 		}
-		if err := checkValue(all[i].kind, val); err != nil {
-			return nil, nil, usageErrorf("settings file %s: %s: %v", path, k, err)
-		}
-		out[key] = val
+		ignored = append(ignored, ignoredKey{path, l.Key, reason})
 	}
 	return out, ignored, nil
 }
 
 // checkValue reports whether val, from the environment (a string) or YAML, can be
 // decoded as k.
-func checkValue(k kind, val any) error {
-	switch k {
-	case kindMap:
-		if _, ok := val.(map[string]any); !ok {
-			return errors.New("want a map")
-		}
-	case kindList:
-		items, ok := val.([]any)
-		if !ok {
-			return errors.New("want a list")
-		}
-		for _, it := range items {
-			switch it.(type) {
-			case map[string]any, []any, nil:
-				return errors.New("want a list of strings")
-			}
-		}
-	case kindString:
-		switch val.(type) {
-		case map[string]any, []any:
-			return errors.New("want a single value")
-		}
-	case kindInt:
-		if _, ok := intValue(val); !ok {
-			return errors.New("want a whole number")
-		}
-	case kindBool:
-		if _, ok := boolValue(val); !ok {
-			return errors.New("want true or false")
-		}
-	case kindDuration:
-		switch x := val.(type) {
-		case string:
-			if _, err := time.ParseDuration(x); err != nil {
-				return errors.New("want a duration with a unit, like 90s or 10m")
-			}
-		case int:
-			if x != 0 {
-				return errors.New("want a duration with a unit, like 90s or 10m")
-			}
-		default:
-			return errors.New("want a duration with a unit, like 90s or 10m")
-		}
-	}
-	return nil
-}
+func checkValue(k kind, val any) error { return settingsfile.Check(k, val) }

@@ -9,11 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/stoke-cli/stoke/agents/tools"
+	"github.com/stoke-cli/stoke/cmd/internal/settingsfile"
 	"github.com/stoke-cli/stoke/headless"
 )
 
@@ -233,41 +233,8 @@ func turnsOff(v, base any) bool {
 	return ok1 && ok2 && (on || on == b)
 }
 
-func intValue(x any) (int, bool) {
-	switch x := x.(type) {
-	case int:
-		return x, true
-	case int64:
-		return int(x), true
-	case uint64:
-		return int(x), true
-	case string:
-		n, err := strconv.Atoi(x)
-		return n, err == nil
-	}
-	return 0, false
-}
+func intValue(x any) (int, bool) { return settingsfile.IntValue(x) }
 
-func durationValue(x any) (time.Duration, bool) {
-	switch x := x.(type) {
-	case time.Duration:
-		return x, true
-	case int:
-		return time.Duration(x), x == 0
-	case string:
-		d, err := time.ParseDuration(x)
-		return d, err == nil
-	}
-	return 0, false
-}
+func durationValue(x any) (time.Duration, bool) { return settingsfile.DurationValue(x) }
 
-func boolValue(x any) (bool, bool) {
-	switch x := x.(type) {
-	case bool:
-		return x, true
-	case string:
-		b, err := strconv.ParseBool(x)
-		return b, err == nil
-	}
-	return false, false
-}
+func boolValue(x any) (bool, bool) { return settingsfile.BoolValue(x) }

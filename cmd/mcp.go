@@ -21,7 +21,7 @@ func addMCPFlags(f *pflag.FlagSet) {
 // .mcp.json when it is trusted (--trust-project or STOKE_TRUST_PROJECT) and not --bare,
 // and --mcp-config (or STOKE_MCP_CONFIG); only the last with --strict-mcp-config (or
 // STOKE_STRICT_MCP_CONFIG). MCP_TIMEOUT (milliseconds, as Claude Code reads it) bounds
-// each server's start. A bad --mcp-config or setting is a usage error; what is skipped
+// each server's start, MCP_TOOL_TIMEOUT (milliseconds too) each tool call. A bad --mcp-config or setting is a usage error; what is skipped
 // is logged.
 func mcpOptions(flags *pflag.FlagSet, cfg *Config, lookupEnv func(string) (string, bool), cwd string, logger *slog.Logger) (headless.MCPOptions, error) {
 	opts, warnings, err := loadMCP(flags, cfg, lookupEnv, cwd)
@@ -55,12 +55,17 @@ func loadMCP(flags *pflag.FlagSet, cfg *Config, lookupEnv func(string) (string, 
 		return headless.MCPOptions{}, nil, usageErrorf("MCP configuration: %v", err)
 	}
 	opts := headless.MCPOptions{Servers: servers, Strict: strict, TrustProject: cfg.Trusted}
-	if v, ok := lookupEnv("MCP_TIMEOUT"); ok && v != "" {
-		ms, err := strconv.Atoi(v)
-		if err != nil || ms <= 0 {
-			return headless.MCPOptions{}, warnings, usageErrorf("MCP_TIMEOUT=%q: want a number of milliseconds", v)
+	for _, t := range []struct {
+		name string
+		dst  *time.Duration
+	}{{"MCP_TIMEOUT", &opts.StartTimeout}, {"MCP_TOOL_TIMEOUT", &opts.CallTimeout}} {
+		if v, ok := lookupEnv(t.name); ok && v != "" {
+			ms, err := strconv.Atoi(v)
+			if err != nil || ms <= 0 {
+				return headless.MCPOptions{}, warnings, usageErrorf("%s=%q: want a number of milliseconds", t.name, v)
+			}
+			*t.dst = time.Duration(ms) * time.Millisecond
 		}
-		opts.StartTimeout = time.Duration(ms) * time.Millisecond
 	}
 	return opts, warnings, nil
 }

@@ -90,6 +90,7 @@ func TestMCPConfigErrors(t *testing.T) {
 		{"bad server", []string{"--mcp-config", `{"mcpServers":{"x":{"type":"http"}}}`}, nil, `server "x" (--mcp-config): an http server needs an http(s) url`},
 		{"unset variable", []string{"--mcp-config", `{"mcpServers":{"x":{"command":"${NOT_SET_HERE}"}}}`}, nil, "NOT_SET_HERE"},
 		{"bad MCP_TIMEOUT", []string{"--mcp-config", `{"mcpServers":{}}`}, map[string]string{"MCP_TIMEOUT": "soon"}, "MCP_TIMEOUT"},
+		{"bad MCP_TOOL_TIMEOUT", []string{"--mcp-config", `{"mcpServers":{}}`}, map[string]string{"MCP_TOOL_TIMEOUT": "-5"}, `MCP_TOOL_TIMEOUT="-5": want a number of milliseconds`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -109,6 +110,7 @@ func TestMCPConfigExpandsAndTimesOut(t *testing.T) {
 	p := sdkProcess(t)
 	p.env["GH_TOKEN"] = "ghp-test"
 	p.env["MCP_TIMEOUT"] = "1500"
+	p.env["MCP_TOOL_TIMEOUT"] = "2500"
 	got := p.run(t, "-p", "hi", "--mcp-config", `{"mcpServers":{"gh":{"type":"http","url":"https://h/mcp","headers":{"Authorization":"Bearer ${GH_TOKEN}"}}}}`)
 	if got.code != 0 {
 		t.Fatalf("exit %d: %s", got.code, got.stderr)
@@ -116,7 +118,7 @@ func TestMCPConfigExpandsAndTimesOut(t *testing.T) {
 	if h := got.opts.MCP.Servers["gh"].Headers["Authorization"]; h != "Bearer ghp-test" {
 		t.Errorf("Authorization = %q", h)
 	}
-	if got.opts.MCP.StartTimeout != 1500*time.Millisecond {
-		t.Errorf("StartTimeout = %v", got.opts.MCP.StartTimeout)
+	if got.opts.MCP.StartTimeout != 1500*time.Millisecond || got.opts.MCP.CallTimeout != 2500*time.Millisecond {
+		t.Errorf("StartTimeout = %v, CallTimeout = %v", got.opts.MCP.StartTimeout, got.opts.MCP.CallTimeout)
 	}
 }

@@ -84,6 +84,7 @@ func newModel(cfg *Config, cwd string, lookupEnv func(string) (string, bool), lo
 		if err != nil {
 			return nil, err
 		}
+		m.CapAnswers(int64(cfg.MaxAnswerBytes), answerCapName(cfg))
 		m.DiscardRequests()
 		return m, nil
 	default:
@@ -136,6 +137,7 @@ func newNetworkModel(cfg *Config) (llm.Model, error) {
 		return anthropic.New(anthropic.Config{
 			APIKey: cfg.APIKey, KeyName: keyName(cfg), BaseURL: cfg.BaseURL, Model: name,
 			MaxRetries: sdkMaxRetries, RequestTimeout: timeout, TimeoutName: timeoutName,
+			MaxAnswerBytes: maxAnswer(cfg), MaxAnswerName: answerCapName(cfg),
 			HTTPClient: llm.HTTPClient(llm.MaxConns()),
 		})
 	}
@@ -146,8 +148,28 @@ func newNetworkModel(cfg *Config) (llm.Model, error) {
 	return openai.New(openai.Config{
 		APIKey: cfg.APIKey, KeyName: keyName(cfg), BaseURL: cfg.BaseURL, Model: name,
 		MaxRetries: sdkMaxRetries, RequestTimeout: timeout, TimeoutName: timeoutName,
+		MaxAnswerBytes: maxAnswer(cfg), MaxAnswerName: answerCapName(cfg),
 		HTTPClient: llm.HTTPClient(llm.MaxConns()),
 	})
+}
+
+// maxAnswer is --max-answer-bytes as the providers' configurations take it: 0 (no cap)
+// becomes negative.
+func maxAnswer(cfg *Config) int64 {
+	if cfg.MaxAnswerBytes == 0 {
+		return -1
+	}
+	return int64(cfg.MaxAnswerBytes)
+}
+
+// answerCapName says where the cap on one answer is set, for the message of an answer
+// past it.
+func answerCapName(cfg *Config) string {
+	name := "--max-answer-bytes"
+	if src, ok := cfg.sources["max-answer-bytes"]; ok && src != name {
+		name += ", from " + src
+	}
+	return name
 }
 
 // keyName says where the API key came from, for the message of a 401 answer.

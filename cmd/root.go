@@ -226,6 +226,7 @@ func addRunFlags(f *pflag.FlagSet) {
 	f.Int("max-turns", agents.DefaultMaxTurns, "cap on parent model calls per prompt, the turns reading the notifications that follow it included; 0: no cap")
 	f.Duration("timeout", 0, "whole-run deadline, e.g. 10m (0: none)")
 	f.Duration("request-timeout", defaultRequestTimeout, "limit on one model request, streamed answer included")
+	f.Int("max-answer-bytes", llm.DefaultMaxAnswerBytes, "cap on one model answer, its text and tool-call arguments together, in bytes; past it the call fails (0: no cap)")
 	f.String("approval-mode", string(tools.ModeDefault), tools.ModeNames(" | "))
 	f.String("background-on-exit", string(headless.BackgroundWait), "wait: end after background agents settle | cancel: cancel them at the end")
 	f.Int("max-background", agents.DefaultMaxBackground, "cap on running background agents; launches over it wait in a queue")

@@ -63,8 +63,9 @@ file (- for stdout); its path is printed. Export only reads the session.`,
 	return cmd
 }
 
-// exportSession writes the archive: into a temporary file beside the output, renamed
-// into place once complete, so that a failed export leaves no partial archive.
+// exportSession writes the archive (store.ExportFile: it appears at the output's path
+// only once complete, and an export killed half way leaves nothing the next one does not
+// remove).
 func exportSession(_ context.Context, opts SessionsExportOptions) error {
 	found, err := store.Find(opts.Home, opts.CWD, opts.ID)
 	if err != nil {
@@ -80,20 +81,8 @@ func exportSession(_ context.Context, opts SessionsExportOptions) error {
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(opts.CWD, path)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("export: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	err = store.Export(tmp, found, opts.Redact)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		return fmt.Errorf("export: %w", err)
+	if err := store.ExportFile(path, found, opts.Redact); err != nil {
+		return err
 	}
 	_, err = fmt.Fprintln(opts.Out, path)
 	return err

@@ -3,8 +3,8 @@ package e2e
 // Custom testscript commands for the e2e scripts. Flags come before the positional
 // arguments. "!" marks the commands that accept negation.
 //
-// mockllm [-name NAME] [-api openai|anthropic] [-key K] [-fail-first N:STATUS] [-cut-after N]
-//         [-cut-times K] [-cut-mode close|reset|end] [-fault-agent NAME] [-cached N] SCENARIO_FILE
+// mockllm [-name NAME] [-api openai|anthropic] [-key K] [-fail-first N:STATUS] [-stall-first N]
+//         [-cut-after N] [-cut-times K] [-cut-mode close|reset|end] [-fault-agent NAME] [-cached N] SCENARIO_FILE
 //
 //	Starts a mock model server on loopback, answering from the scripted provider playing
 //	SCENARIO_FILE (relative to the current directory, so a scenario inside the txtar
@@ -17,6 +17,8 @@ package e2e
 //	                       $MOCK_ROOT_<NAME> (upper case); mockreqs -name NAME counts its requests
 //	  -key K               require the key K (Bearer for openai, x-api-key for anthropic; else 401)
 //	  -fail-first N:STATUS answer the first N requests with HTTP STATUS and the API's error body
+//	  -stall-first N       leave the first N requests without an answer until the client gives
+//	                       up on them (its --request-timeout)
 //	  -cut-after N         cut streams after N events (no terminal event)
 //	  -cut-times K         cut only the first K streams (default: every one)
 //	  -cut-mode M          how: close (default; EOF mid-body), reset (TCP RST), end (the
@@ -154,7 +156,7 @@ func parseFlags(ts *testscript.TestScript, usage string, args []string, define f
 }
 
 func cmdMockLLM(ts *testscript.TestScript, neg bool, args []string) {
-	const usage = "mockllm [-name NAME] [-api openai|anthropic] [-key K] [-fail-first N:STATUS] [-cut-after N] [-cut-times K] " +
+	const usage = "mockllm [-name NAME] [-api openai|anthropic] [-key K] [-fail-first N:STATUS] [-stall-first N] [-cut-after N] [-cut-times K] " +
 		"[-cut-mode close|reset|end] [-fault-agent NAME] [-cached N] SCENARIO_FILE"
 	if neg {
 		ts.Fatalf("unsupported: ! mockllm")
@@ -191,6 +193,7 @@ func cmdMockLLM(ts *testscript.TestScript, neg bool, args []string) {
 				return nil
 			}
 		}
+		fs.Func("stall-first", "N requests", positive(&faults.StallFirst))
 		fs.Func("cut-after", "N events", positive(&faults.CutAfter))
 		fs.Func("cut-times", "K streams", positive(&faults.CutTimes))
 		fs.Func("cut-mode", "close|reset|end", func(s string) error {

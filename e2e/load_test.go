@@ -225,7 +225,18 @@ func TestQueuedAgentsKilledAndResumed(t *testing.T) {
 	if err != nil {
 		t.Fatalf("resume: %v\n%s", err, out)
 	}
-	agentsJSON := gjson.Get(gjson.ParseBytes(out).Get("result").String(), "agents")
+	// out holds stderr too: the resume's warnings that it repaired the rows the kill left
+	// running and queued come before the result object.
+	var result gjson.Result
+	for line := range strings.Lines(string(out)) {
+		if r := gjson.Parse(line); r.Get("type").String() == "result" {
+			result = r
+		}
+	}
+	if n := strings.Count(string(out), "repaired task "); n != 6 {
+		t.Errorf("the resume said it repaired %d tasks, want 6 (the kill left them running and queued):\n%s", n, out)
+	}
+	agentsJSON := gjson.Get(result.Get("result").String(), "agents")
 	if n := len(agentsJSON.Array()); n != 6 {
 		t.Fatalf("resumed %d agents, want 6: %s", n, out)
 	}

@@ -64,6 +64,8 @@ func condition(cond string) (bool, error) {
 		return mcpBin() != "", nil
 	case "ptrace":
 		return canPtrace(), nil
+	case "root":
+		return os.Geteuid() == 0, nil
 	}
 	return false, fmt.Errorf("unknown condition %q", cond)
 }

@@ -47,6 +47,10 @@ type Parts struct {
 	reminder []llm.Block
 	// init is the system/init the session announced (reannounce copies it); set once.
 	init atomic.Pointer[streamjson.Init]
+	// faults ends the session at the first write of its state that fails; unbind
+	// releases the context Assemble bound to it.
+	faults *stateFaults
+	unbind context.CancelFunc
 }
 
 // Assemble builds the parts of a session from opts, in the named steps below, and
@@ -60,7 +64,10 @@ func Assemble(ctx context.Context, opts Options, cp *sdkhost.ControlPlane) (_ *P
 	if err != nil {
 		return nil, err
 	}
-	p := &Parts{opts: opts, opened: o, id: o.id, start: time.Now(), cp: cp}
+	p := &Parts{opts: opts, opened: o, id: o.id, start: time.Now(), cp: cp, faults: newStateFaults(o.sess)}
+	// The session's turns, host and MCP servers stop at the first write of its state
+	// that fails, as they would on a signal (faults.go).
+	ctx, p.unbind = p.faults.bind(ctx)
 	defer func() {
 		if err != nil {
 			p.release()
@@ -359,6 +366,7 @@ func (p *Parts) Close() {
 	if err := p.opened.lock.Unlock(); err != nil {
 		p.opts.Logger.Warn("unlock session", "err", err)
 	}
+	p.unbind()
 }
 
 // release undoes a failed Assemble: what was made is shut down and closed, the lock
@@ -372,6 +380,7 @@ func (p *Parts) release() {
 		_ = p.chat.Close()
 	}
 	_ = p.opened.lock.Unlock()
+	p.unbind()
 }
 
 // ID returns the session's id: Options.SessionID, or the resumed session's.

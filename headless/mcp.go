@@ -32,6 +32,8 @@ type MCPOptions struct {
 	TrustProject bool
 	// StartTimeout bounds each server's start (default mcp.DefaultStartTimeout).
 	StartTimeout time.Duration
+	// CallTimeout bounds each tool call (MCP_TOOL_TIMEOUT; default mcp.DefaultCallTimeout).
+	CallTimeout time.Duration
 }
 
 // mcpState is the session's MCP side: the servers, and which of them each agent names.
@@ -79,6 +81,7 @@ func newMCP(ctx context.Context, o Options, hst host, cat catalog.Catalog) *mcpS
 		Env:           mcpEnv(o.Secrets),
 		Dir:           o.CWD,
 		StartTimeout:  o.MCP.StartTimeout,
+		CallTimeout:   o.MCP.CallTimeout,
 		Logger:        o.Logger,
 		ClientName:    "stoke",
 		ClientVersion: o.Version,

@@ -60,10 +60,7 @@ func openSession(ctx context.Context, opts Options) (o *opened, err error) {
 		found, err = store.Latest(opts.Home, opts.CWD)
 	}
 	if err != nil {
-		if errors.Is(err, store.ErrUnknownSession) {
-			return nil, fmt.Errorf("%w: %w", ErrUsage, err)
-		}
-		return nil, fmt.Errorf("%w: %w", ErrRunFailed, err)
+		return nil, loadError("", err)
 	}
 	if found.Warning != "" {
 		opts.Logger.Warn("session info damaged", "session_id", found.Info.SessionID, "warning", found.Warning)
@@ -80,16 +77,13 @@ func openSession(ctx context.Context, opts Options) (o *opened, err error) {
 			return nil, err
 		}
 	}
-	o = &opened{id: info.SessionID, sess: sess, info: info}
-	if o.lock, err = lockSession(ctx, sess, opts); err != nil {
+	lock, err := lockSession(ctx, sess, opts)
+	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if err != nil {
-			_ = o.lock.Unlock()
-		}
-	}()
-	if err := o.load(opts); err != nil {
+	o = &opened{id: info.SessionID, sess: sess, lock: lock, info: info}
+	if err := o.load(ctx, opts); err != nil {
+		_ = lock.Unlock()
 		return nil, err
 	}
 	return o, nil
@@ -116,7 +110,7 @@ func lockSession(ctx context.Context, sess *store.Session, opts Options) (*store
 	if ctx.Err() != nil {
 		return nil, endedBeforeStart(context.Cause(ctx))
 	}
-	return nil, fmt.Errorf("%w: %w", ErrRunFailed, err)
+	return nil, loadError("", err)
 }
 
 // busyError is ErrSessionBusy with the lock's message and advice.
@@ -164,13 +158,13 @@ func forkSession(ctx context.Context, found store.Stored, opts Options, now time
 // load reads what the stored session brings back: the parent's conversation, repaired
 // into a shape every provider accepts, the agent roster, and the notifications the
 // parent never read. It runs under the session's lock.
-func (o *opened) load(opts Options) error {
+func (o *opened) load(ctx context.Context, opts Options) error {
 	log := opts.Logger.With("session_id", o.id)
-	loaded, err := o.sess.ReadTranscript(o.sess.ParentTranscript())
+	loaded, err := o.sess.LoadTranscript(ctx, o.sess.ParentTranscript())
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 	case err != nil:
-		return fmt.Errorf("%w: resume %s: %w", ErrRunFailed, o.id, err)
+		return loadError(o.id, err)
 	default:
 		var rep store.Repairs
 		o.history, rep = store.Repair(loaded.Messages)
@@ -185,9 +179,12 @@ func (o *opened) load(opts Options) error {
 	if max <= 0 {
 		max = agents.DefaultMaxRetained
 	}
+	if ctx.Err() != nil {
+		return endedBeforeStart(context.Cause(ctx))
+	}
 	rows, warnings, err := agents.LoadRoster(o.sess, agents.RosterOptions{SessionID: o.id, CWD: opts.CWD, MaxCompleted: max})
 	if err != nil {
-		return fmt.Errorf("%w: resume %s: %w", ErrRunFailed, o.id, err)
+		return loadError(o.id, err)
 	}
 	for _, w := range warnings {
 		log.Warn("agent roster", "warning", w)
@@ -195,6 +192,25 @@ func (o *opened) load(opts Options) error {
 	o.roster = rows
 	o.unread = agents.UnreadNotifications(rows, o.history)
 	return nil
+}
+
+// loadError is the error of a stored session that could not be loaded: a signal's
+// *InterruptedError when one cut the load short; a usage error (exit 2) when no such
+// session is stored or one of its files is not one stoke can read (a directory, a
+// symbolic link, a FIFO, a device; the error names the file and what is wrong); else a
+// run failure.
+func loadError(id string, err error) error {
+	var ie *InterruptedError
+	if errors.As(err, &ie) {
+		return ie
+	}
+	if id != "" {
+		err = fmt.Errorf("resume %s: %w", id, err)
+	}
+	if errors.Is(err, store.ErrUnknownSession) || errors.Is(err, store.ErrBadFile) || errors.Is(err, store.ErrOutside) {
+		return fmt.Errorf("%w: %w", ErrUsage, err)
+	}
+	return fmt.Errorf("%w: %w", ErrRunFailed, err)
 }
 
 // writeInfo records the session in session.json. A resumed session keeps the working

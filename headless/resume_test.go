@@ -99,7 +99,7 @@ func TestResumeBareHasNoReminder(t *testing.T) {
 		}
 	}
 	if err == nil {
-		t.Fatalf("expected no rule to match without the reminder")
+		t.Fatalf("expected no rule to match without the reminder: %s", out.String())
 	}
 }
 

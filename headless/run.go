@@ -12,6 +12,7 @@ import (
 
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/runtime"
+	"github.com/stoke-cli/stoke/agents/store"
 	"github.com/stoke-cli/stoke/agents/structured"
 	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/agents/trace"
@@ -59,6 +60,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	}
 	p, err := Assemble(ctx, opts, cp)
 	if err != nil {
+		notStoredAtStart(opts, err)
 		return err
 	}
 	return Serve(ctx, p, inputs(ctx, p.opts, cp))
@@ -72,6 +74,8 @@ func Serve(ctx context.Context, p *Parts, in <-chan Input) (err error) {
 	s := &session{Parts: p, reminder: append(p.reminder, p.sessionStart(ctx)...)}
 	defer func() { err = s.writeReport(err) }() // after close: the session as stored
 	defer p.Close()
+	ctx, unbind := p.faults.bind(ctx) // a failed write of the session's state ends the loop
+	defer unbind()
 	err = s.run(ctx, in)
 	p.events.flush(p.opts.Stdout)
 	p.sessionEnd(ctx)
@@ -226,6 +230,12 @@ func (s *session) end(ctx context.Context, usageErr error, streamIn bool) error 
 		return fmt.Errorf("%w: %w", ErrUsage, usageErr)
 	}
 	s.endBackground(ctx)
+	// Nothing is reported done that was not stored: the parent's transcript, session.json
+	// and the session directory's names are made durable first, and a write of the
+	// session's state that failed meanwhile (an agent's last sidecar) fails the run.
+	if err := s.store(); err != nil {
+		return s.report(ctx, err)
+	}
 	if !streamIn || !s.wroteFinal {
 		s.writeResult(streamjson.ResultSuccess, "")
 	}
@@ -333,9 +343,10 @@ func (s *session) turn(ctx context.Context, msg llm.Message, perTurnResult bool)
 		}
 	}
 	if sess := s.opened.sess; sess != nil {
-		if serr := sess.Sync(); serr != nil {
-			s.opts.Logger.Warn("sync session directory", "err", serr)
-		}
+		_ = sess.Sync() // a failure is the session's (faults), checked next
+	}
+	if ferr := s.faults.failure(); ferr != nil {
+		return ferr // the turn's end was not stored: not reported done
 	}
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrRunFailed, err)
@@ -380,7 +391,30 @@ func (s *session) turn(ctx context.Context, msg llm.Message, perTurnResult bool)
 func (s *session) fail(ctx context.Context, err error) error {
 	s.reg.CancelAll(err)
 	_ = s.reg.Wait(context.WithoutCancel(ctx))
+	if ferr := s.faults.failure(); ferr != nil {
+		// The state could not be stored: that is what ended the run, whatever the turn
+		// it cut short failed with (an append, a cancellation).
+		err = ferr
+	}
 	return s.report(ctx, err)
+}
+
+// store makes the session's state durable before the run reports it done: the parent's
+// transcript synced, session.json written, the session directory's names synced. It
+// returns the first write of the session's state that failed during the run or here.
+func (s *session) store() error {
+	if ferr := s.faults.failure(); ferr != nil {
+		return ferr
+	}
+	if s.opened.sess == nil {
+		return nil
+	}
+	if s.chat != nil {
+		_ = s.chat.Sync()
+	}
+	_ = s.opened.writeInfo()
+	_ = s.opened.sess.Sync()
+	return s.faults.failure()
 }
 
 // report writes the result of a run (or, interactive, of a turn) that err ended, and
@@ -398,6 +432,12 @@ func (s *session) report(ctx context.Context, err error) error {
 		return err
 	case errors.Is(err, ErrMaxBudget):
 		s.writeResult(resultErrorMaxBudget, err.Error())
+		return err
+	case errors.Is(err, store.ErrNotStored):
+		s.writeResultAs(streamjson.ResultErrorDuringExecution, streamjson.TerminalAborted, strings.TrimPrefix(err.Error(), ErrRunFailed.Error()+": "))
+		if !errors.Is(err, ErrRunFailed) {
+			err = fmt.Errorf("%w: %w", ErrRunFailed, err)
+		}
 		return err
 	case errors.Is(err, errTimeout):
 		s.writeResultAs(streamjson.ResultErrorDuringExecution, streamjson.TerminalAborted, err.Error())

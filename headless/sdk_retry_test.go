@@ -52,6 +52,7 @@ func TestSDKPartialMessagesOfARetriedCall(t *testing.T) {
 	}
 	var kinds []string
 	var streamed []string // the text of each streamed message
+	var voidID string     // the id of the first streamed message, the void one
 	for _, l := range lines {
 		switch typ := l.Get("type").Str; {
 		case typ == "stream_event":
@@ -63,6 +64,9 @@ func TestSDKPartialMessagesOfARetriedCall(t *testing.T) {
 			switch ev {
 			case "message_start":
 				streamed = append(streamed, "")
+				if voidID == "" {
+					voidID = l.Get("event.message.id").Str
+				}
 			case "content_block_delta":
 				streamed[len(streamed)-1] += l.Get("event.delta.text").Str
 			}
@@ -70,7 +74,8 @@ func TestSDKPartialMessagesOfARetriedCall(t *testing.T) {
 		case typ == "system" && l.Get("subtype").Str == "api_retry":
 			kinds = append(kinds, "api_retry")
 			if l.Get("attempt").Int() != 1 || l.Get("max_retries").Int() != retry.DefaultMaxRetries ||
-				l.Get("error").Str != "unknown" || !strings.Contains(l.Get("error_message").Str, llm.ErrStreamCut.Error()) || l.Get("error_status").Type.String() != "Null" {
+				l.Get("error").Str != "unknown" || !strings.Contains(l.Get("error_message").Str, llm.ErrStreamCut.Error()) || l.Get("error_status").Type.String() != "Null" ||
+				l.Get("discard_message_id").Str == "" || l.Get("discard_message_id").Str != voidID {
 				t.Errorf("api_retry line = %s", l.Raw)
 			}
 		case typ == "assistant":

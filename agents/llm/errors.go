@@ -160,3 +160,40 @@ func RedactURL(raw string) string {
 	u.User, u.RawQuery, u.Fragment = nil, "", ""
 	return u.String()
 }
+
+// ErrAnswerTooLarge is wrapped by the error of a call whose answer went past the cap on
+// one answer (an *AnswerTooLargeError). Such a call is not retried: the same request
+// would likely bring the same answer.
+var ErrAnswerTooLarge = errors.New("model answer too large")
+
+// AnswerTooLargeError ends a call whose answer (its text and tool-call arguments) went
+// past the cap on one answer: the provider stopped reading it there. What was streamed
+// before the cap is void like the rest of the call.
+type AnswerTooLargeError struct {
+	Provider string
+	// Limit is the cap, in bytes; Setting names where the user sets it.
+	Limit   int64
+	Setting string
+}
+
+func (e *AnswerTooLargeError) Error() string {
+	msg := fmt.Sprintf("%s: the model's answer is larger than the cap of %s on one answer; the call was stopped", e.Provider, formatBytes(e.Limit))
+	if e.Setting != "" {
+		msg += " (" + e.Setting + ")"
+	}
+	return msg
+}
+
+// Is makes errors.Is(err, ErrAnswerTooLarge) hold.
+func (e *AnswerTooLargeError) Is(target error) bool { return target == ErrAnswerTooLarge }
+
+// formatBytes writes n in MiB or KiB when it is a whole number of them, else in bytes.
+func formatBytes(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}

@@ -83,14 +83,21 @@ func (c ServerConfig) Equal(o ServerConfig) bool {
 		maps.Equal(c.Env, o.Env) && c.URL == o.URL && maps.Equal(c.Headers, o.Headers)
 }
 
-// LogValue keeps the values of env and headers, which often hold credentials, out of logs.
+// LogValue keeps the values of env and headers, which often hold credentials, out of logs,
+// and the credentials (the token of "Bearer <token>" too) out of the command, its
+// arguments and the URL.
 func (c ServerConfig) LogValue() slog.Value {
 	attrs := []slog.Attr{slog.String("type", c.Transport())}
+	creds := c.credentials()
 	if c.Command != "" {
-		attrs = append(attrs, slog.String("command", c.Command), slog.Any("args", c.Args))
+		args := make([]string, len(c.Args))
+		for i, a := range c.Args {
+			args[i] = redact(a, creds)
+		}
+		attrs = append(attrs, slog.String("command", redact(c.Command, creds)), slog.Any("args", args))
 	}
 	if c.URL != "" {
-		attrs = append(attrs, slog.String("url", redact(c.URL, c.secrets())))
+		attrs = append(attrs, slog.String("url", redact(c.URL, append(c.secrets(), creds...))))
 	}
 	if len(c.Env) > 0 {
 		attrs = append(attrs, slog.Any("env", slices.Sorted(maps.Keys(c.Env))))
@@ -364,7 +371,7 @@ func Load(in LoadInput) (map[string]ServerConfig, []string, error) {
 		}
 		if in.ProjectDir != "" {
 			path := filepath.Join(in.ProjectDir, ProjectFile)
-			data, err := os.ReadFile(path)
+			data, err := readRegular(path)
 			switch {
 			case errors.Is(err, fs.ErrNotExist):
 			case err != nil:
@@ -411,7 +418,7 @@ func parseFlag(v, dir string) (map[string]ServerConfig, error) {
 	if !filepath.IsAbs(path) && dir != "" {
 		path = filepath.Join(dir, path)
 	}
-	data, err := os.ReadFile(path)
+	data, err := readRegular(path)
 	if err != nil {
 		return nil, fmt.Errorf("--mcp-config: %w", err)
 	}
@@ -420,4 +427,13 @@ func parseFlag(v, dir string) (map[string]ServerConfig, error) {
 		return nil, fmt.Errorf("--mcp-config %s: %w", v, err)
 	}
 	return servers, nil
+}
+
+// readRegular reads the file at path when it is a regular file (or a link to one): a
+// FIFO or a device in a checkout would block the read, or never end it.
+func readRegular(path string) ([]byte, error) {
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%v)", path, fi.Mode().Type())
+	}
+	return os.ReadFile(path)
 }

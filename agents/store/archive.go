@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/stoke-cli/stoke/agents/internal/fsx"
 )
 
 // ErrBadArchive: a file given to Import is not a session archive stoke accepts.
@@ -85,11 +87,31 @@ func Export(w io.Writer, st Stored, redact func(string) string) error {
 	return nil
 }
 
+// ExportFile writes the archive of st (Export) to the file at path, mode 0600. It
+// appears there only once complete, and an export killed half way leaves no debris:
+// the archive is written unnamed and linked in at the end where the system allows
+// (O_TMPFILE), else into a temporary file beside path (".NAME.tmp-PID-RANDOM") that is
+// renamed at the end, and that the next export to path removes if its writer is gone.
+func ExportFile(path string, st Stored, redact func(string) string) error {
+	out, err := fsx.CreateOutput(path, 0o600)
+	if err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	if err := Export(out, st, redact); err != nil {
+		out.Abort()
+		return err
+	}
+	if err := out.Commit(); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	return nil
+}
+
 // addFile writes the regular file at src into the archive as name, each line through
 // redact when it is not nil. The size is the file's as it is opened: a transcript that
 // grows meanwhile is cut there.
 func addFile(tw *tar.Writer, src, name string, redact func(string) string) error {
-	f, err := os.Open(src)
+	f, err := fsx.OpenRegular(src)
 	if err != nil {
 		return err
 	}

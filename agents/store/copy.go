@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/stoke-cli/stoke/agents/internal/fsx"
@@ -93,7 +94,8 @@ func stage(home, cwd, id string, fill func(tmp string) error) (*Session, error) 
 	if err != nil {
 		return nil, fmt.Errorf("create project dir: %w", err)
 	}
-	tmp, err := os.MkdirTemp(project, ".tmp-"+id+"-")
+	removeStaleStages(project, id)
+	tmp, err := os.MkdirTemp(project, ".tmp-"+id+"-"+strconv.Itoa(os.Getpid())+"-")
 	if err == nil {
 		err = os.Chmod(tmp, 0o700)
 	}
@@ -130,6 +132,18 @@ func stage(home, cwd, id string, fill func(tmp string) error) (*Session, error) 
 		return nil, err
 	}
 	return s, nil
+}
+
+// removeStaleStages removes the temporary directories an import or fork of session id
+// left in project when it was killed: ".tmp-ID-PID-RANDOM" of a process that is gone.
+func removeStaleStages(project, id string) {
+	dirs, _ := filepath.Glob(filepath.Join(project, ".tmp-"+id+"-*"))
+	for _, d := range dirs {
+		pidText, _, ok := strings.Cut(strings.TrimPrefix(filepath.Base(d), ".tmp-"+id+"-"), "-")
+		if pid, err := strconv.Atoi(pidText); ok && err == nil && pid > 0 && pid != os.Getpid() && fsx.ProcessGone(pid) {
+			_ = os.RemoveAll(d)
+		}
+	}
 }
 
 // mkdirs creates dir and its missing parents (0700) and returns the ones it created,

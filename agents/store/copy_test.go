@@ -5,7 +5,9 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -146,5 +148,34 @@ func TestForkFailureLeavesNothing(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(home, "projects", ProjectKey("/third"))); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a failed fork left its project dir: %v", err)
+	}
+}
+
+// The temporary directory an import or fork killed half way left (its process gone) is
+// removed by the next one of the same session id; another process's is kept.
+func TestStageRemovesStaleTemporaries(t *testing.T) {
+	t.Parallel()
+	home, cwd := t.TempDir(), "/work/repo"
+	src, _ := sampleSession(t, home, cwd)
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Skipf("cannot start a process: %v", err)
+	}
+	project := filepath.Dir(New(home, "/fork/dir", forkID).String())
+	stale := filepath.Join(project, ".tmp-"+forkID+"-"+strconv.Itoa(gone.Process.Pid)+"-123")
+	live := filepath.Join(project, ".tmp-"+forkID+"-1-456")
+	for _, d := range []string{stale, live} {
+		if err := os.MkdirAll(filepath.Join(d, "agents"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := Fork(src, home, "/fork/dir", Info{SessionID: forkID}, func(_ string, d []byte) ([]byte, error) { return d, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the stale temporary directory is still there: %v", err)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("a running process's temporary directory was removed: %v", err)
 	}
 }

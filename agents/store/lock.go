@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/stoke-cli/stoke/agents/internal/fsx"
 )
 
 // lockFile is the file of a session directory its writer holds locked. It holds the
@@ -31,7 +33,7 @@ type LockedError struct {
 }
 
 func (e *LockedError) Error() string {
-	holder := "another stoke run"
+	holder := "another stoke run (pid unknown: it has not recorded it)"
 	if e.PID > 0 {
 		holder = fmt.Sprintf("another stoke run (pid %d)", e.PID)
 	}
@@ -73,7 +75,7 @@ const (
 // 0; otherwise it tries again until wait has passed (then the *LockedError) or ctx ends.
 func (s *Session) Lock(ctx context.Context, wait time.Duration) (*Lock, error) {
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create session dir: %w", err)
+		return nil, fmt.Errorf("create session dir: %w", s.failures.failed(s.dir, err))
 	}
 	return s.lock(ctx, wait, exclusive)
 }
@@ -91,15 +93,18 @@ func (s *Session) lock(ctx context.Context, wait time.Duration, mode int) (*Lock
 	var f *os.File
 	var err error
 	if mode == exclusive {
-		f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+		f, err = fsx.OpenRegularFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	} else {
-		f, err = os.Open(path)
+		f, err = fsx.OpenRegular(path)
 		if errors.Is(err, os.ErrNotExist) {
 			return &Lock{}, nil
 		}
 	}
+	if err != nil && mode == exclusive {
+		return nil, fmt.Errorf("open session lock: %w", s.failures.failed(path, err))
+	}
 	if err != nil {
-		return nil, fmt.Errorf("open session lock: %w", err)
+		return nil, fmt.Errorf("open session lock: %w", fileError("read", path, err))
 	}
 	start := time.Now()
 	delay := 10 * time.Millisecond
@@ -115,7 +120,7 @@ func (s *Session) lock(ctx context.Context, wait time.Duration, mode int) (*Lock
 		waited := time.Since(start)
 		if waited >= wait {
 			f.Close()
-			return nil, &LockedError{SessionID: filepath.Base(s.dir), PID: holderPID(path), Waited: wait}
+			return nil, &LockedError{SessionID: filepath.Base(s.dir), PID: lockHolder(ctx, path), Waited: wait}
 		}
 		t := time.NewTimer(min(delay, wait-waited))
 		select {
@@ -128,9 +133,16 @@ func (s *Session) lock(ctx context.Context, wait time.Duration, mode int) (*Lock
 		delay = min(2*delay, 250*time.Millisecond)
 	}
 	if mode == exclusive {
+		// The pid names the holder in another run's refusal, and tells a resume that
+		// the writer is gone (DeadWriter): a lock that cannot record it fails.
 		pid := []byte(strconv.Itoa(os.Getpid()) + "\n")
-		if err := f.Truncate(0); err == nil {
-			_, _ = f.WriteAt(pid, 0)
+		err := f.Truncate(0)
+		if err == nil {
+			_, err = f.WriteAt(pid, 0)
+		}
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("lock session: %w", s.failures.failed(path, err))
 		}
 	}
 	return &Lock{f: f}, nil
@@ -150,9 +162,28 @@ func (s *Session) DeadWriter() int {
 	return pid
 }
 
+// lockHolder returns the pid the holder of the lock at path wrote. A holder writes its
+// pid right after it took the lock, so a file found empty is read again a few times
+// (10 ms apart, about 100 ms in all) before the holder is said to be unknown (0).
+func lockHolder(ctx context.Context, path string) int {
+	for range 10 {
+		if pid := holderPID(path); pid > 0 {
+			return pid
+		}
+		t := time.NewTimer(10 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return 0
+		case <-t.C:
+		}
+	}
+	return holderPID(path)
+}
+
 // holderPID reads the pid the lock's holder wrote (0 when there is none yet).
 func holderPID(path string) int {
-	data, err := os.ReadFile(path)
+	data, err := fsx.ReadRegular(path)
 	if err != nil {
 		return 0
 	}

@@ -124,3 +124,25 @@ func TestLockSharedWritesNothing(t *testing.T) {
 		t.Errorf("a shared hold wrote the lock file: %q -> %q", before, after)
 	}
 }
+
+// A holder that has not recorded its pid (the lock file is empty) is said to be unknown.
+func TestLockHolderUnknown(t *testing.T) {
+	t.Parallel()
+	s := New(t.TempDir(), "/work/repo", lockID)
+	held, err := s.Lock(t.Context(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Unlock()
+	if err := os.Truncate(filepath.Join(s.String(), lockFile), 0); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Lock(t.Context(), 0)
+	var locked *LockedError
+	if !errors.As(err, &locked) || locked.PID != 0 {
+		t.Fatalf("lock beside a silent holder: %v", err)
+	}
+	if want := "session " + lockID + " is in use by another stoke run (pid unknown: it has not recorded it)"; err.Error() != want {
+		t.Errorf("message = %q, want %q", err, want)
+	}
+}

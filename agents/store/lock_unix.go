@@ -7,6 +7,8 @@ import (
 	"os"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/stoke-cli/stoke/agents/internal/fsx"
 )
 
 // tryLock takes an flock on f without blocking; false when another descriptor holds a
@@ -32,6 +34,4 @@ func tryLock(f *os.File, exclusive bool) (bool, error) {
 }
 
 // processGone reports whether no process has that pid (EPERM: one exists that is not ours).
-func processGone(pid int) bool {
-	return errors.Is(unix.Kill(pid, 0), unix.ESRCH)
-}
+func processGone(pid int) bool { return fsx.ProcessGone(pid) }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -101,6 +102,8 @@ type Session struct {
 	top     *fsx.DirSync // the session directory
 	sidecar *fsx.DirSync // agents/
 	fsyncs  *atomic.Int64
+	// failures holds the first failed write of the session's state (OnWriteFailure).
+	failures *writeFailures
 }
 
 // MaxOpenFiles bounds the files a Session's writes hold open at once, however many agents
@@ -117,7 +120,7 @@ func New(home, cwd, id string) *Session {
 // a directory).
 func At(dir string) *Session {
 	n := new(atomic.Int64)
-	return &Session{dir: dir, files: fsx.NewHandles(MaxOpenFiles), fsyncs: n,
+	return &Session{dir: dir, files: fsx.NewHandles(MaxOpenFiles), fsyncs: n, failures: &writeFailures{},
 		top: fsx.NewDirSync(dir, n), sidecar: fsx.NewDirSync(filepath.Join(dir, agentsDir), n)}
 }
 
@@ -144,11 +147,12 @@ func (s *Session) WriteInfo(info Info) error {
 	if err != nil {
 		return fmt.Errorf("encode session info: %w", err)
 	}
+	path := filepath.Join(s.dir, infoFile)
 	err = s.files.Do(func() error {
-		return fsx.ReplaceFile(filepath.Join(s.dir, infoFile), append(data, '\n'), 0o600, fsx.Unsynced)
+		return fsx.ReplaceFile(path, append(data, '\n'), 0o600, fsx.Unsynced)
 	})
 	if err != nil {
-		return fmt.Errorf("write session info: %w", err)
+		return fmt.Errorf("write session info: %w", s.failures.failed(path, err))
 	}
 	s.top.Changed()
 	return nil
@@ -157,13 +161,14 @@ func (s *Session) WriteInfo(info Info) error {
 // Sync makes the names in the session directory durable (session.json, the parent's
 // transcript, agents/): one fsync of the directory when they changed since the last,
 // none otherwise.
-func (s *Session) Sync() error { return s.top.Sync() }
+func (s *Session) Sync() error { return s.failures.failed(s.dir, s.top.Sync()) }
 
 // ReadInfo reads session.json.
 func (s *Session) ReadInfo() (Info, error) {
-	data, err := os.ReadFile(filepath.Join(s.dir, infoFile))
+	path := filepath.Join(s.dir, infoFile)
+	data, err := fsx.ReadRegular(path)
 	if err != nil {
-		return Info{}, fmt.Errorf("read session info: %w", err)
+		return Info{}, fmt.Errorf("read session info: %w", fileError("read", path, err))
 	}
 	var info Info
 	if err := json.Unmarshal(data, &info); err != nil {
@@ -253,21 +258,27 @@ func (s *Session) OpenTranscript(path string, now func() time.Time) (*Transcript
 		changed = s.sidecar.Changed
 	}
 	tr, err := openTranscript(path, now, s.files, changed)
-	if tr != nil {
-		tr.fsyncs = s.fsyncs
+	if err != nil {
+		return nil, s.failures.failed(path, err)
 	}
-	return tr, err
+	tr.fsyncs, tr.failures = s.fsyncs, s.failures
+	return tr, nil
 }
 
-// ReadTranscript reads the transcript at path (see the package function). The path must
-// lie inside the session directory (Confine).
+// ReadTranscript reads the transcript at path (LoadTranscript without a context).
 func (s *Session) ReadTranscript(path string) (*Loaded, error) {
+	return s.LoadTranscript(context.Background(), path)
+}
+
+// LoadTranscript reads the transcript at path (see the package function), stopping when
+// ctx is done. The path must lie inside the session directory (Confine).
+func (s *Session) LoadTranscript(ctx context.Context, path string) (*Loaded, error) {
 	if err := s.Confine(path); err != nil {
 		return nil, err
 	}
 	var l *Loaded
 	err := s.files.Do(func() (err error) {
-		l, err = ReadTranscript(path)
+		l, err = LoadTranscript(ctx, path)
 		return err
 	})
 	return l, err
@@ -360,7 +371,7 @@ func (s *Session) WriteSidecar(id string, data []byte) error {
 	}
 	err = s.files.Do(func() error { return fsx.ReplaceFile(path, data, 0o600, fsx.Unsynced) })
 	if err != nil {
-		return fmt.Errorf("write sidecar %s: %w", id, err)
+		return fmt.Errorf("write sidecar %s: %w", id, s.failures.failed(path, err))
 	}
 	s.sidecar.Changed()
 	return nil
@@ -368,7 +379,9 @@ func (s *Session) WriteSidecar(id string, data []byte) error {
 
 // SyncSidecars makes the names of the sidecars (and transcripts) written since the last
 // call durable: one fsync of agents/, shared by the tasks that call it at once.
-func (s *Session) SyncSidecars() error { return s.sidecar.Sync() }
+func (s *Session) SyncSidecars() error {
+	return s.failures.failed(filepath.Join(s.dir, agentsDir), s.sidecar.Sync())
+}
 
 // ReadSidecar returns the content of task id's sidecar.
 func (s *Session) ReadSidecar(id string) ([]byte, error) {
@@ -378,11 +391,11 @@ func (s *Session) ReadSidecar(id string) ([]byte, error) {
 	}
 	var data []byte
 	err = s.files.Do(func() (err error) {
-		data, err = fsx.ReadFile(path)
+		data, err = fsx.ReadRegular(path)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read sidecar: %w", err)
+		return nil, fmt.Errorf("read sidecar: %w", fileError("read", path, err))
 	}
 	return data, nil
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -87,6 +88,8 @@ type Transcript struct {
 	files  *fsx.Handles  // bounds the files open at once (nil: no bound)
 	fsyncs *atomic.Int64 // counts the syncs (nil: not counted)
 	now    func() time.Time
+	// failures hears of a failed write or sync (nil: no one does): its Session's.
+	failures *writeFailures
 
 	mu     sync.Mutex
 	turn   int
@@ -114,12 +117,12 @@ func openTranscript(path string, now func() time.Time, files *fsx.Handles, chang
 		if err := trimTornTail(path); err != nil {
 			return err
 		}
-		f, err := fsx.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o600)
+		f, err := fsx.OpenRegularFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o600)
 		if errors.Is(err, os.ErrExist) {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("open transcript: %w", err)
+			return fmt.Errorf("open transcript: %w", fileError("write", path, err))
 		}
 		if changed != nil {
 			changed()
@@ -136,12 +139,12 @@ func openTranscript(path string, now func() time.Time, files *fsx.Handles, chang
 // so that the next record starts on a line of its own. The torn record was never complete,
 // so nothing that was acknowledged is lost.
 func trimTornTail(path string) error {
-	f, err := fsx.OpenFile(path, os.O_RDWR, 0)
+	f, err := fsx.OpenRegularFile(path, os.O_RDWR, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("open transcript: %w", err)
+		return fmt.Errorf("open transcript: %w", fileError("write", path, err))
 	}
 	defer f.Close()
 	st, err := f.Stat()
@@ -215,7 +218,7 @@ func (t *Transcript) Write(rec Record) error {
 		return errClosed
 	}
 	err = t.files.Do(func() error {
-		f, err := fsx.OpenFile(t.path, os.O_WRONLY|os.O_APPEND, 0)
+		f, err := fsx.OpenRegularFile(t.path, os.O_WRONLY|os.O_APPEND, 0)
 		if err != nil {
 			return err
 		}
@@ -228,7 +231,7 @@ func (t *Transcript) Write(rec Record) error {
 	if err != nil {
 		// A write that may have left part of a line is fatal to the transcript; the
 		// next open trims the torn line.
-		t.err = fmt.Errorf("write transcript: %w", err)
+		t.err = fmt.Errorf("write transcript: %w", t.failed(err))
 		return t.err
 	}
 	t.dirty = true
@@ -236,6 +239,15 @@ func (t *Transcript) Write(rec Record) error {
 }
 
 var errClosed = errors.New("transcript closed")
+
+// failed makes err, a failed write or sync of the transcript, a *FileError, and tells
+// the transcript's Session of it.
+func (t *Transcript) failed(err error) error {
+	if t.failures == nil {
+		return fileError("write", t.path, err)
+	}
+	return t.failures.failed(t.path, err)
+}
 
 // Append implements ChatStore.
 func (t *Transcript) Append(m llm.Message) error {
@@ -270,7 +282,7 @@ func (t *Transcript) syncLocked() error {
 		return nil
 	}
 	err := t.files.Do(func() error {
-		f, err := fsx.OpenFile(t.path, os.O_WRONLY|os.O_APPEND, 0)
+		f, err := fsx.OpenRegularFile(t.path, os.O_WRONLY|os.O_APPEND, 0)
 		if err != nil {
 			return err
 		}
@@ -281,7 +293,7 @@ func (t *Transcript) syncLocked() error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("sync transcript: %w", err)
+		return fmt.Errorf("sync transcript: %w", t.failed(err))
 	}
 	if t.fsyncs != nil {
 		t.fsyncs.Add(1)
@@ -318,76 +330,121 @@ type Loaded struct {
 	Warnings []string
 }
 
-// ReadTranscript reads a transcript. A torn or corrupt line is skipped with a warning and
-// never fails the read; only an unreadable file is an error.
+// ReadTranscript reads a transcript (LoadTranscript without a context).
 func ReadTranscript(path string) (*Loaded, error) {
-	data, err := fsx.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("open transcript: %w", err)
-	}
-	return decodeTranscript(data), nil
+	return LoadTranscript(context.Background(), path)
 }
 
-// DecodeTranscript reads transcript records from r (see ReadTranscript). The whole
-// input is read at once and its lines decoded without reflection (decodeLine).
+// LoadTranscript reads a transcript. A torn or corrupt line is skipped with a warning and
+// never fails the read; a file that cannot be read fails it with a *FileError (a missing
+// one with an error wrapping os.ErrNotExist). The file is read line by line, never
+// opened in a way that can block (fsx.OpenRegular), and the read stops with ctx's cause
+// once ctx is done, however large the file.
+func LoadTranscript(ctx context.Context, path string) (*Loaded, error) {
+	f, err := fsx.OpenRegular(path)
+	if err != nil {
+		return nil, fileError("read", path, err)
+	}
+	defer f.Close()
+	l, err := decodeTranscript(ctx, f)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("read transcript %s: %w", path, err)
+		}
+		return nil, fileError("read", path, err)
+	}
+	return l, nil
+}
+
+// DecodeTranscript reads transcript records from r (see LoadTranscript). Its lines are
+// decoded one at a time, without reflection (decodeLine).
 func DecodeTranscript(r io.Reader) (*Loaded, error) {
-	data, err := io.ReadAll(r)
+	l, err := decodeTranscript(context.Background(), r)
 	if err != nil {
 		return nil, fmt.Errorf("read transcript: %w", err)
 	}
-	return decodeTranscript(data), nil
+	return l, nil
 }
 
-func decodeTranscript(data []byte) *Loaded {
-	// A line a record, most of them messages: the chat is grown once, not doubled
-	// through the history.
-	out := &Loaded{Messages: make([]llm.Message, 0, bytes.Count(data, []byte{'\n'})+1)}
-	out.Warnings = decodeRecords(data, out.apply)
-	return out
+// decodeTranscript decodes the lines of r until its end (decodeRecords).
+func decodeTranscript(ctx context.Context, r io.Reader) (*Loaded, error) {
+	out := &Loaded{}
+	warnings, err := decodeRecords(ctx, r, out.apply)
+	if err != nil {
+		return nil, err
+	}
+	out.Warnings = warnings
+	return out, nil
 }
 
 // ReadRecords reads every record of a transcript, in the order written (for reports,
 // which want each record's times). A torn or corrupt line is skipped with a warning and
-// never fails the read; only an unreadable file is an error.
+// never fails the read; only an unreadable file is an error. The file is opened as
+// LoadTranscript opens it (fsx.OpenRegular: never blocking, regular files only).
 func ReadRecords(path string) (recs []Record, warnings []string, err error) {
-	data, err := fsx.ReadFile(path)
+	f, err := fsx.OpenRegular(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("open transcript: %w", err)
+		return nil, nil, fmt.Errorf("open transcript: %w", fileError("read", path, err))
 	}
-	warnings = decodeRecords(data, func(rec Record) { recs = append(recs, rec) })
+	defer f.Close()
+	warnings, err = decodeRecords(context.Background(), f, func(rec Record) { recs = append(recs, rec) })
+	if err != nil {
+		return nil, nil, fileError("read", path, err)
+	}
 	return recs, warnings, nil
 }
 
-// decodeRecords calls apply with each record of data, in order, and returns a warning
-// for each line it skipped.
-func decodeRecords(data []byte, apply func(Record)) (warnings []string) {
+// decodeRecords calls apply with each record of r, in order, until r's end, and returns a
+// warning for each line it skipped; it checks ctx every ctxEvery lines and stops with
+// ctx's cause once ctx is done.
+func decodeRecords(ctx context.Context, r io.Reader, apply func(Record)) (warnings []string, err error) {
+	const ctxEvery = 256
+	br := bufio.NewReaderSize(r, 256<<10)
 	var (
-		rec Record // one for every line: apply takes a copy
-		a   arena
+		long []byte // a line longer than br's buffer, gathered
+		rec  Record // one for every line: apply takes a copy
+		a    arena  // the messages and blocks of the records, allocated in chunks
 	)
-	for n := 1; len(data) > 0; n++ {
-		line := data
-		torn := true
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			line, data, torn = data[:i], data[i+1:], false
-		} else {
-			data = nil
-		}
-		line = bytes.TrimSpace(line)
-		if len(line) == 0 {
-			continue
-		}
-		if err := decodeLineIn(line, &rec, &a); err != nil {
-			what := "corrupt line"
-			if torn {
-				what = "torn last line"
+	for n := 1; ; n++ {
+		if n%ctxEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, context.Cause(ctx)
 			}
-			warnings = append(warnings, fmt.Sprintf("transcript line %d: %s skipped", n, what))
-			continue
 		}
-		apply(rec)
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			long = append(long[:0], line...)
+			for errors.Is(err, bufio.ErrBufferFull) {
+				if err := ctx.Err(); err != nil {
+					return nil, context.Cause(ctx)
+				}
+				line, err = br.ReadSlice('\n')
+				long = append(long, line...)
+			}
+			line = long
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+		torn := errors.Is(err, io.EOF)
+		if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
+			if derr := decodeLineIn(trimmed, &rec, &a); derr != nil {
+				what := "corrupt line"
+				if torn {
+					what = "torn last line"
+				}
+				warnings = append(warnings, fmt.Sprintf("transcript line %d: %s skipped", n, what))
+			} else {
+				apply(rec)
+			}
+		}
+		if torn {
+			return warnings, nil
+		}
+		if cap(long) > 1<<20 {
+			long = nil // do not keep a huge line's buffer for the short ones that follow
+		}
 	}
-	return warnings
 }
 
 func (l *Loaded) apply(rec Record) {
@@ -433,9 +490,9 @@ type Probe struct {
 // ProbeTranscript reads a transcript's lines until it has seen its meta record and one
 // chat message (corrupt lines are skipped): whether there is a history to revive.
 func ProbeTranscript(path string) (Probe, error) {
-	f, err := os.Open(path)
+	f, err := fsx.OpenRegular(path)
 	if err != nil {
-		return Probe{}, err
+		return Probe{}, fileError("read", path, err)
 	}
 	defer f.Close()
 	var p Probe
@@ -466,9 +523,9 @@ func ProbeTranscript(path string) (Probe, error) {
 
 // firstRecord decodes a transcript's first line.
 func firstRecord(path string) (Record, error) {
-	f, err := os.Open(path)
+	f, err := fsx.OpenRegular(path)
 	if err != nil {
-		return Record{}, err
+		return Record{}, fileError("read", path, err)
 	}
 	defer f.Close()
 	line, err := bufio.NewReaderSize(f, 64<<10).ReadBytes('\n')

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"os"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -38,7 +40,7 @@ func editSchema() json.RawMessage {
 func (t editTool) Spec() llm.ToolSpec {
 	return llm.ToolSpec{
 		Name:        NameEdit,
-		Description: Description(editDescription),
+		Description: Description(editDescription, byteSize(int64(t.w.limits.EditBytes))),
 		Parameters:  t.w.schemas.get(NameEdit, editSchema),
 	}
 }
@@ -90,8 +92,13 @@ func (t editTool) Run(ctx context.Context, call Call) Result {
 		return Errorf("%s: %s is a directory, not a file", NameEdit, shown)
 	case !fi.Mode().IsRegular():
 		return Errorf("%s: %s is not a regular file (%v)", NameEdit, shown, fi.Mode().Type())
+	case fi.Size() > int64(t.w.limits.EditBytes):
+		return t.tooLarge(shown, byteSize(fi.Size()))
 	}
-	data, err := t.w.readText(ctx, root, name, abs)
+	data, err := t.read(ctx, root, name, abs)
+	if errors.Is(err, errTooLarge) { // it grew since the Stat
+		return t.tooLarge(shown, "more than "+byteSize(int64(t.w.limits.EditBytes)))
+	}
 	if err != nil {
 		return fileError(NameEdit, shown, err)
 	}
@@ -138,6 +145,57 @@ func (t editTool) Run(ctx context.Context, call Call) Result {
 	}
 	snippet(&b, replaced, at, len(repl), t.w.limits.LineChars)
 	return Result{Content: strings.TrimSuffix(b.String(), "\n")}
+}
+
+// tooLarge is the refusal of a file larger than edit changes.
+func (t editTool) tooLarge(shown, size string) Result {
+	return Errorf("%s: %s is %s, larger than the %s edit changes (it holds the whole file in memory); change it with the shell tool (sed, a script) or split it",
+		NameEdit, shown, size, byteSize(int64(t.w.limits.EditBytes)))
+}
+
+// read reads the file edit changes, at most EditBytes of it (errTooLarge past them):
+// through the workspace's Files when it has them (a client's buffer, which may differ
+// from the disk), else from root.
+func (t editTool) read(ctx context.Context, root *os.Root, name, abs string) ([]byte, error) {
+	max := t.w.limits.EditBytes
+	if t.w.files == nil {
+		return readAtMost(root, name, max)
+	}
+	data, err := t.w.readText(ctx, root, name, abs)
+	if err == nil && len(data) > max {
+		return nil, errTooLarge
+	}
+	return data, err
+}
+
+// readAtMost reads the file name of root, failing with errTooLarge past max bytes.
+func readAtMost(root *os.Root, name string, max int) ([]byte, error) {
+	f, err := root.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, int64(max)+1))
+	if err == nil && len(data) > max {
+		return data, errTooLarge
+	}
+	return data, err
+}
+
+// byteSize writes n for a message: "16 MiB", "190.7 MiB", "512 bytes".
+func byteSize(n int64) string {
+	for _, u := range []struct {
+		size int64
+		name string
+	}{{1 << 30, "GiB"}, {1 << 20, "MiB"}, {1 << 10, "KiB"}} {
+		if n >= u.size {
+			if n%u.size == 0 {
+				return fmt.Sprintf("%d %s", n/u.size, u.name)
+			}
+			return fmt.Sprintf("%.1f %s", float64(n)/float64(u.size), u.name)
+		}
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // snippet writes, numbered, the lines of text around text[at:at+n] (the new text): up to

@@ -207,3 +207,24 @@ func TestSnippet(t *testing.T) {
 		})
 	}
 }
+
+// A file larger than Limits.EditBytes is refused before it is read, with its size and
+// what to do instead; one at the limit is edited.
+func TestEditRefusesLargeFiles(t *testing.T) {
+	t.Parallel()
+	big, fits := strings.Repeat("a", 149)+"b", strings.Repeat("a", 99)+"b"
+	w := newWorkspace(t, ModeYolo, map[string]string{"big.txt": big, "fits.txt": fits}, WithLimits(Limits{EditBytes: 100}))
+	res := call(t, w, NameEdit, obj{"file_path": "big.txt", "old_string": "b", "new_string": "c"})
+	if !res.IsError || res.Content != "edit: big.txt is 150 bytes, larger than the 100 bytes edit changes (it holds the whole file in memory); change it with the shell tool (sed, a script) or split it" {
+		t.Errorf("edit of a file past the limit = %+v", res)
+	}
+	if got := readBack(t, w, "big.txt"); got != big {
+		t.Errorf("the refused file changed: %q", got)
+	}
+	if res := call(t, w, NameEdit, obj{"file_path": "fits.txt", "old_string": "b", "new_string": "c"}); res.IsError || readBack(t, w, "fits.txt") != strings.Repeat("a", 99)+"c" {
+		t.Errorf("edit of a file at the limit = %+v", res)
+	}
+	if got := byteSize(200 << 20); got != "200 MiB" {
+		t.Errorf("byteSize(200 MiB) = %q", got)
+	}
+}

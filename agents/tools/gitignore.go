@@ -22,11 +22,11 @@ import (
 // matcher against git itself.
 
 // ignoreRules is the stack of ignore files that applies in one directory of a walk: the
-// innermost first, each holding the patterns of one file.
+// innermost first, each compiled into an ignoreSet.
 type ignoreRules struct {
-	parent   *ignoreRules
-	dir      string // the directory of the file, relative to the workspace root, with /; "" is the root
-	patterns []ignorePattern
+	parent *ignoreRules
+	dir    string // the directory of the file, relative to the workspace root, with /; "" is the root
+	set    *ignoreSet
 }
 
 type ignorePattern struct {
@@ -38,13 +38,12 @@ type ignorePattern struct {
 	literal  bool     // name has no wildcard
 }
 
-// push returns the rules with the patterns of one more ignore file, found in dir.
-func (r *ignoreRules) push(dir string, data []byte) *ignoreRules {
-	ps := parseIgnore(data)
-	if len(ps) == 0 {
+// push returns the rules with one more ignore file's, found in dir.
+func (r *ignoreRules) push(dir string, set *ignoreSet) *ignoreRules {
+	if set == nil || len(set.patterns) == 0 {
 		return r
 	}
-	return &ignoreRules{parent: r, dir: dir, patterns: ps}
+	return &ignoreRules{parent: r, dir: dir, set: set}
 }
 
 // ignored reports whether rel (relative to the workspace root, with /) is ignored.
@@ -57,10 +56,8 @@ func (r *ignoreRules) ignored(rel string, isDir bool) bool {
 				continue
 			}
 		}
-		for i := len(s.patterns) - 1; i >= 0; i-- {
-			if p := &s.patterns[i]; p.match(sub, isDir) {
-				return !p.negate
-			}
+		if ignored, decided := s.set.decide(sub, isDir); decided {
+			return ignored
 		}
 	}
 	return false

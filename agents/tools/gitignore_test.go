@@ -112,7 +112,7 @@ func walkedFiles(t *testing.T, w *Workspace, rel string) []string {
 		t.Fatal(err)
 	}
 	var got []string
-	err = w.walk(t.Context(), base, func(p string, isDir bool) error {
+	_, err = w.walk(t.Context(), base, func(p string, isDir bool) error {
 		if !isDir {
 			got = append(got, p)
 		}

@@ -88,7 +88,7 @@ func (t globTool) Run(ctx context.Context, call Call) Result {
 	}
 	limit := t.w.limits.GlobResults
 	var found []string
-	err = t.w.walk(ctx, base, func(rel string, isDir bool) error {
+	notes, err := t.w.walk(ctx, base, func(rel string, isDir bool) error {
 		sub := strings.TrimPrefix(rel, prefix)
 		if doublestar.MatchUnvalidated(pattern, sub) {
 			if len(found) == limit {
@@ -109,7 +109,7 @@ func (t globTool) Run(ctx context.Context, call Call) Result {
 		return Errorf("%s: cancelled: %v", NameGlob, err)
 	}
 	if len(found) == 0 {
-		return Result{Content: fmt.Sprintf("no paths match %q in %s", args.Pattern, shown)}
+		return Result{Content: withNotes(fmt.Sprintf("no paths match %q in %s", args.Pattern, shown), notes)}
 	}
 	slices.Sort(found)
 	var b strings.Builder
@@ -124,5 +124,5 @@ func (t globTool) Run(ctx context.Context, call Call) Result {
 	if capped {
 		fmt.Fprintf(&b, "[%d paths shown; there are more: narrow the pattern or the path]", len(found))
 	}
-	return Result{Content: strings.TrimSuffix(b.String(), "\n")}
+	return Result{Content: withNotes(strings.TrimSuffix(b.String(), "\n"), notes)}
 }

@@ -74,7 +74,7 @@ func (t grepTool) Run(ctx context.Context, call Call) Result {
 		return fileError(NameGrep, shown, err)
 	}
 	g := grep{w: t.w, re: re, limit: t.w.limits.GrepMatches, lineChars: t.w.limits.GrepLineChars}
-	var lines []string
+	var lines, notes []string
 	capped := false
 	switch {
 	case fi.Mode().IsRegular():
@@ -89,7 +89,7 @@ func (t grepTool) Run(ctx context.Context, call Call) Result {
 		lines, capped = found.lines, found.capped
 	case fi.IsDir():
 		g.glob = args.Glob
-		lines, capped, err = g.tree(ctx, base)
+		lines, notes, capped, err = g.tree(ctx, base)
 		if err != nil {
 			return Errorf("%s: cancelled: %v", NameGrep, err)
 		}
@@ -97,7 +97,7 @@ func (t grepTool) Run(ctx context.Context, call Call) Result {
 		return Errorf("%s: %s is not a regular file or directory", NameGrep, shown)
 	}
 	if len(lines) == 0 {
-		return Result{Content: fmt.Sprintf("no matches for %q in %s", args.Pattern, shown)}
+		return Result{Content: withNotes(fmt.Sprintf("no matches for %q in %s", args.Pattern, shown), notes)}
 	}
 	var b strings.Builder
 	for i, l := range lines {
@@ -111,7 +111,7 @@ func (t grepTool) Run(ctx context.Context, call Call) Result {
 	if capped {
 		fmt.Fprintf(&b, "[stopped after %d matching lines; there may be more: narrow the pattern, the path or the glob]", len(lines))
 	}
-	return Result{Content: strings.TrimSuffix(b.String(), "\n")}
+	return Result{Content: withNotes(strings.TrimSuffix(b.String(), "\n"), notes)}
 }
 
 // grep is one search.
@@ -136,7 +136,7 @@ type matches struct {
 // this goroutine puts the results back in walk order, so the output is the first limit
 // matching lines in walk order whatever the timing. Once they are known, the walk and the
 // workers stop.
-func (g grep) tree(ctx context.Context, base string) (out []string, capped bool, err error) {
+func (g grep) tree(ctx context.Context, base string) (out, notes []string, capped bool, err error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	const batchSize = 64
@@ -162,7 +162,8 @@ func (g grep) tree(ctx context.Context, base string) (out []string, capped bool,
 				return context.Cause(ctx)
 			}
 		}
-		err := g.w.walk(ctx, base, func(rel string, isDir bool) error {
+		var err error
+		notes, err = g.w.walk(ctx, base, func(rel string, isDir bool) error {
 			if isDir || !g.selects(strings.TrimPrefix(rel, prefix)) {
 				return nil
 			}
@@ -228,9 +229,9 @@ func (g grep) tree(ctx context.Context, base string) (out []string, capped bool,
 	}
 	wg.Wait()
 	if !capped && ctx.Err() != nil {
-		return out, false, context.Cause(ctx)
+		return out, notes, false, context.Cause(ctx)
 	}
-	return out, capped, nil
+	return out, notes, capped, nil
 }
 
 // fileBatch is files of one directory, numbered in walk order.

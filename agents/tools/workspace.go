@@ -85,7 +85,12 @@ type Limits struct {
 	GrepMatches   int // matching lines grep returns (500)
 	GlobResults   int // paths glob returns (1000)
 	OutputChars   int // characters of a grep, glob or shell result; shell keeps the head and the tail (30000)
+	EditBytes     int // size of the largest file edit changes; it holds the file in memory (DefaultEditBytes)
 }
+
+// DefaultEditBytes is the size of the largest file edit changes by default: edit holds
+// the file, and the file as changed, in memory.
+const DefaultEditBytes = 16 << 20
 
 func (l Limits) withDefaults() Limits {
 	def := func(v *int, d int) {
@@ -100,6 +105,7 @@ func (l Limits) withDefaults() Limits {
 	def(&l.GrepMatches, 500)
 	def(&l.GlobResults, 1000)
 	def(&l.OutputChars, 30000)
+	def(&l.EditBytes, DefaultEditBytes)
 	return l
 }
 
@@ -141,6 +147,7 @@ type Workspace struct {
 	terminal Terminal    // nil: the shell runs its commands itself (WithTerminal)
 	edits    *sync.Mutex // held by write_file and edit for their read-modify-write
 	schemas  *schemaCache
+	ignores  *ignoreCache // shared by the copies
 }
 
 // NewWorkspace returns a workspace rooted at the directory root (made absolute, symlinks
@@ -164,7 +171,7 @@ func NewWorkspace(root string, mode Mode, opts ...Option) (*Workspace, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("new workspace: %s is not a directory", root)
 	}
-	w := &Workspace{root: real, mode: mode, limits: Limits{}.withDefaults(), edits: new(sync.Mutex), schemas: new(schemaCache)}
+	w := &Workspace{root: real, mode: mode, limits: Limits{}.withDefaults(), edits: new(sync.Mutex), schemas: new(schemaCache), ignores: new(ignoreCache)}
 	if abs != real {
 		w.alias = abs
 	}

@@ -43,13 +43,16 @@ func (p *partialStream) write(ev map[string]any) {
 // apiRetry is a system/api_retry line (Claude Code's name): the parent's model call
 // broke off mid-stream and is made again. The message streamed since the last
 // message_start is void: it ends with message_stop but never becomes an assistant
-// line, and the retried call streams as a new message.
+// line, and the retried call streams as a new message. DiscardMessageID (stoke's key)
+// names the void message, as its message_start gave its id; empty when nothing was
+// streamed yet.
 type apiRetry struct {
 	streamjson.Envelope
-	Attempt      int   `json:"attempt"`
-	MaxRetries   int   `json:"max_retries"`
-	RetryDelayMS int64 `json:"retry_delay_ms"`
-	ErrorStatus  *int  `json:"error_status"`
+	DiscardMessageID string `json:"discard_message_id,omitempty"`
+	Attempt          int    `json:"attempt"`
+	MaxRetries       int    `json:"max_retries"`
+	RetryDelayMS     int64  `json:"retry_delay_ms"`
+	ErrorStatus      *int   `json:"error_status"`
 	// Error is the SDKs' kind of the failure (rate_limit, server_error, ...);
 	// ErrorMessage says what failed.
 	Error        string `json:"error"`
@@ -90,7 +93,7 @@ func (p *partialStream) event(ev llm.Event) {
 		p.n++
 		p.open, p.index, p.textOpen, p.toolUse = true, 0, false, false
 		p.write(map[string]any{"type": "message_start", "message": streamjson.AssistantMessage{
-			ID: fmt.Sprintf("msg_stoke_stream_%d", p.n), Type: "message", Role: "assistant",
+			ID: p.messageID(), Type: "message", Role: "assistant",
 			Model: p.model(), Content: []streamjson.Block{},
 		}})
 	}
@@ -135,6 +138,9 @@ func (p *partialStream) event(ev llm.Event) {
 	}
 }
 
+// messageID is the id of the message streamed now (the last message_start's).
+func (p *partialStream) messageID() string { return fmt.Sprintf("msg_stoke_stream_%d", p.n) }
+
 func (p *partialStream) closeText() {
 	if p.textOpen {
 		p.write(map[string]any{"type": "content_block_stop", "index": p.index})
@@ -143,10 +149,14 @@ func (p *partialStream) closeText() {
 	}
 }
 
-// retry closes the void message, if one was started, and says that the call is made again.
+// retry closes the void message, if one was started, and says that the call is made
+// again and which message to discard.
 func (p *partialStream) retry(r *llm.Retry) {
-	p.finish()
 	line := &apiRetry{Envelope: streamjson.Envelope{Type: "system", Subtype: "api_retry"}}
+	if p.open {
+		line.DiscardMessageID = p.messageID()
+	}
+	p.finish()
 	if r != nil {
 		line.Attempt, line.MaxRetries, line.RetryDelayMS = r.Attempt, r.MaxRetries, r.Delay.Milliseconds()
 		var pe *llm.ProviderError

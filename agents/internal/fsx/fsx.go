@@ -40,53 +40,24 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 	return ReplaceFile(path, data, perm, Durable)
 }
 
-// ReplaceFile writes data to path with mode perm through a temporary file in the same
-// directory renamed over path, syncing what d says. The directory is created (0700) when
-// missing.
+// ReplaceFile writes data to path with mode perm through a file in the same directory
+// that is then renamed over path (an Output: unnamed until then where the system allows,
+// so a crash leaves no temporary file behind), syncing what d says. The directory is
+// created (0700) when missing.
 func ReplaceFile(path string, data []byte, perm os.FileMode, d Durability) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create dir: %w", err)
 	}
-	var f *os.File
-	err := retry(func() (err error) {
-		f, err = os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-		return err
-	})
+	o, err := createOutput(path, perm)
 	if err != nil {
-		return fmt.Errorf("create temp file: %w", err)
+		return err
 	}
-	tmp := f.Name()
-	defer func() {
-		if tmp != "" {
-			_ = os.Remove(tmp)
-		}
-	}()
-	if err := f.Chmod(perm); err != nil {
-		f.Close()
-		return fmt.Errorf("chmod temp file: %w", err)
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
+	if _, err := o.Write(data); err != nil {
+		o.Abort()
 		return fmt.Errorf("write temp file: %w", err)
 	}
-	if d != Unsynced {
-		if err := f.Sync(); err != nil {
-			f.Close()
-			return fmt.Errorf("sync temp file: %w", err)
-		}
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("close temp file: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("rename temp file: %w", err)
-	}
-	tmp = ""
-	if d != Durable {
-		return nil
-	}
-	return SyncDir(dir)
+	return o.commit(d)
 }
 
 // SyncDir fsyncs a directory so that a rename or a new file in it is durable.
@@ -112,16 +83,6 @@ func OpenFile(name string, flag int, perm os.FileMode) (*os.File, error) {
 		return err
 	})
 	return f, err
-}
-
-// ReadFile is os.ReadFile with OpenFile's retries.
-func ReadFile(name string) ([]byte, error) {
-	var data []byte
-	err := retry(func() (err error) {
-		data, err = os.ReadFile(name)
-		return err
-	})
-	return data, err
 }
 
 // retry runs op until it succeeds, fails otherwise than for want of descriptors, or the

@@ -80,6 +80,12 @@ type Config struct {
 	KeyName string
 	// TimeoutName says where RequestTimeout is set, for the message of a timeout.
 	TimeoutName string
+	// MaxAnswerBytes caps one answer, its text and tool-call inputs together: past it
+	// the stream is closed and the call fails with an *llm.AnswerTooLargeError. Zero
+	// means llm.DefaultMaxAnswerBytes, negative no cap. MaxAnswerName says where it is
+	// set, for the message.
+	MaxAnswerBytes int64
+	MaxAnswerName  string
 }
 
 // Model is an llm.Model backed by the Messages API. It is safe for concurrent use:
@@ -91,6 +97,8 @@ type Model struct {
 	key       string // only to keep it out of error messages
 	keyName   string
 	transport llm.Transport
+	maxAnswer int64 // 0: none
+	capName   string
 }
 
 var _ llm.Model = (*Model)(nil)
@@ -144,6 +152,8 @@ func New(cfg Config) (*Model, error) {
 		key:       cfg.APIKey,
 		keyName:   cfg.KeyName,
 		transport: llm.Transport{Provider: providerName, Timeout: timeout, TimeoutSetting: cfg.TimeoutName},
+		maxAnswer: llm.MaxAnswer(cfg.MaxAnswerBytes),
+		capName:   cfg.MaxAnswerName,
 	}, nil
 }
 

@@ -34,8 +34,14 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) iter.Seq2[llm.Ev
 		defer stream.Close()
 
 		t := turn{model: string(p.Model), blocks: map[int64]*block{}}
+		budget := llm.AnswerCap{Limit: m.maxAnswer}
 		for stream.Next() {
-			ev, ok := t.add(stream.Current())
+			e := stream.Current()
+			if !budget.Take(answerBytes(e)) {
+				yield(llm.Event{}, &llm.AnswerTooLargeError{Provider: providerName, Limit: m.maxAnswer, Setting: m.capName})
+				return
+			}
+			ev, ok := t.add(e)
 			if ok && !yield(ev, nil) {
 				return
 			}
@@ -46,6 +52,18 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) iter.Seq2[llm.Ev
 		}
 		yield(t.done(), nil)
 	}
+}
+
+// answerBytes is what a stream event adds to the answer: its text, or its piece of a
+// tool call's input.
+func answerBytes(e sdk.MessageStreamEventUnion) int {
+	switch e.Type {
+	case "content_block_start":
+		return len(e.ContentBlock.Text) + len(e.ContentBlock.JSON.Input.Raw())
+	case "content_block_delta":
+		return len(e.Delta.Text) + len(e.Delta.PartialJSON)
+	}
+	return 0
 }
 
 // block is one open content block of the streamed message.

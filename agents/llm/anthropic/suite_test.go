@@ -21,6 +21,7 @@ func provider() llmtest.Provider {
 			return New(Config{
 				APIKey: c.APIKey, BaseURL: c.BaseURL, Model: c.Model, MaxRetries: c.MaxRetries,
 				RequestTimeout: c.RequestTimeout, HTTPClient: c.HTTPClient, KeyName: c.KeyName, TimeoutName: c.TimeoutName,
+				MaxAnswerBytes: c.MaxAnswerBytes, MaxAnswerName: c.MaxAnswerName,
 			})
 		},
 		Misroute: func(base string) string { return base + "/elsewhere" },

@@ -37,6 +37,9 @@ type Faults struct {
 	// CutTimes cuts only the first CutTimes streams; 0 cuts every one.
 	CutTimes int
 	Cut      CutMode
+	// StallFirst leaves the first StallFirst requests without an answer until the
+	// client gives up on them (its request timeout, a cancel).
+	StallFirst int
 	// Agent limits the faults to the requests of that agent (see AgentOf); "" means any.
 	Agent string
 }
@@ -64,6 +67,7 @@ type Loopback struct {
 	mu       sync.Mutex
 	requests []recorded
 	failed   int // requests answered with FailStatus
+	stalled  int // requests left without an answer
 	cut      int // streams cut
 	// open and active count the client connections open and those serving a request
 	// now; peakOpen and peakActive the most at once.
@@ -235,6 +239,21 @@ func (l *Loopback) FailNow(agent string) bool {
 	l.failed++
 	return true
 }
+
+// StallNow reports whether this request of agent is to be left without an answer
+// (StallFirst; it counts it). The handler then waits for the request's end: Stall.
+func (l *Loopback) StallNow(agent string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.meets(agent) || l.stalled >= l.faults.StallFirst {
+		return false
+	}
+	l.stalled++
+	return true
+}
+
+// Stall waits until the client gives up on r (or the server closes).
+func (l *Loopback) Stall(r *http.Request) { <-r.Context().Done() }
 
 // FailStatus is the status of the injected failures.
 func (l *Loopback) FailStatus() int { return l.faults.FailStatus }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"net"
 	"net/http"
 	"strings"
@@ -60,6 +61,10 @@ type Client struct {
 	RequestTimeout time.Duration
 	// TimeoutName is where RequestTimeout is set, for timeout messages.
 	TimeoutName string
+	// MaxAnswerBytes caps one answer (0: the provider's default); MaxAnswerName is
+	// where it is set, for the message.
+	MaxAnswerBytes int64
+	MaxAnswerName  string
 }
 
 const (
@@ -91,6 +96,8 @@ func RunSuite(t *testing.T, p Provider) {
 	t.Run("ErrorInsideTheStream", s.errorInStream)
 	t.Run("ConnectionRefused", s.refused)
 	t.Run("Timeout", s.timeout)
+	t.Run("TimeoutRetried", s.timeoutRetried)
+	t.Run("AnswerTooLarge", s.answerTooLarge)
 	t.Run("NotFound", s.notFound)
 	t.Run("Unauthorized", s.unauthorized)
 	t.Run("New", s.newErrors)
@@ -582,9 +589,92 @@ func (s *suite) timeout(t *testing.T) {
 			if msg := err.Error(); !strings.Contains(msg, "timed out") || !strings.Contains(msg, "300ms") || !strings.Contains(msg, "--request-timeout") {
 				t.Errorf("message %q does not name the timeout and its setting", msg)
 			}
-			if retry.Retryable(err) {
-				t.Errorf("a timeout is retried: %v", err)
+			if !retry.Retryable(err) {
+				t.Errorf("a timeout is not retried: %v", err)
 			}
+		})
+	}
+}
+
+// stallFirst answers like its backend, except that its first call never answers: it
+// waits until the client gives up (its request timeout).
+type stallFirst struct {
+	*Backend
+	calls sync.Mutex
+	n     int
+}
+
+func (m *stallFirst) Generate(ctx context.Context, req *llm.Request) iter.Seq2[llm.Event, error] {
+	m.calls.Lock()
+	m.n++
+	first := m.n == 1
+	m.calls.Unlock()
+	if !first {
+		return m.Backend.Generate(ctx, req)
+	}
+	return func(yield func(llm.Event, error) bool) {
+		<-ctx.Done()
+	}
+}
+
+// A request that hits the request timeout is made again, as a cut stream is, and the
+// retry is announced (EventRetry) with the timeout as its cause.
+func (s *suite) timeoutRetried(t *testing.T) {
+	t.Parallel()
+	b := &stallFirst{Backend: NewBackend(false, threeParts()...)}
+	mock, m := s.start(t, b, Faults{}, func(c *Client) {
+		c.RequestTimeout, c.TimeoutName = 300*time.Millisecond, "--request-timeout"
+	})
+	evs, err := Collect(t.Context(), retry.Wrap(m, retry.Policy{BaseDelay: time.Millisecond}), hello())
+	if err != nil {
+		t.Fatalf("Generate after one timeout: %v", err)
+	}
+	var te *llm.TimeoutError
+	if len(evs) == 0 || evs[0].Kind != llm.EventRetry || evs[0].Retry == nil || !errors.As(evs[0].Retry.Err, &te) {
+		t.Fatalf("first event = %+v, want an EventRetry caused by the timeout", evs[0])
+	}
+	checkEvents(t, evs[1:], threeParts())
+	if n := len(mock.Requests()); n != 2 {
+		t.Errorf("the mock saw %d requests, want 2", n)
+	}
+}
+
+// An answer past the cap on one answer ends the call with an *llm.AnswerTooLargeError
+// naming the cap and its setting, the stream released at once (the server sees the
+// client go away while it would stream on); the call is not retried.
+func (s *suite) answerTooLarge(t *testing.T) {
+	t.Parallel()
+	piece := strings.Repeat("x", 400)
+	for _, tt := range []struct {
+		name   string
+		events []llm.Event
+	}{
+		{"text", []llm.Event{Text(piece), Text(piece), Text(piece), Text(piece)}},
+		{"tool call", []llm.Event{ToolCall("call_1", "write_file", `{"content":"`+piece+piece+piece+`"}`)}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := NewBackend(true, tt.events...)
+			mock, m := s.start(t, b, Faults{}, func(c *Client) {
+				c.MaxAnswerBytes, c.MaxAnswerName = 1000, "--max-answer-bytes"
+			})
+			ctx, cancel := context.WithTimeout(t.Context(), patience) // a provider with no cap waits on the held stream
+			defer cancel()
+			evs, err := Collect(ctx, retry.Wrap(m, retry.Policy{BaseDelay: time.Millisecond}), hello())
+			var tl *llm.AnswerTooLargeError
+			if !errors.As(err, &tl) || !errors.Is(err, llm.ErrAnswerTooLarge) || tl.Limit != 1000 || tl.Provider != s.p.Name {
+				t.Fatalf("error %v (%T), want an *llm.AnswerTooLargeError of 1000 bytes", err, err)
+			}
+			if msg := err.Error(); !strings.Contains(msg, "larger than the cap of 1000 bytes") || !strings.Contains(msg, "--max-answer-bytes") {
+				t.Errorf("message %q does not name the cap and its setting", msg)
+			}
+			if retry.Retryable(err) || len(mock.Requests()) != 1 {
+				t.Errorf("the call was retried (%d requests)", len(mock.Requests()))
+			}
+			if n := len(TextOf(evs)); n > 1000 {
+				t.Errorf("%d bytes of text came through, past the cap", n)
+			}
+			await(t, b.Released(), "the server seeing the client go away")
 		})
 	}
 }

@@ -35,8 +35,14 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) iter.Seq2[llm.Ev
 		defer stream.Close()
 
 		t := turn{model: model, calls: map[int64]*toolCall{}}
+		budget := llm.AnswerCap{Limit: m.maxAnswer}
 		for stream.Next() {
-			if text := t.add(stream.Current()); text != "" {
+			text, n := t.add(stream.Current())
+			if !budget.Take(n) {
+				yield(llm.Event{}, &llm.AnswerTooLargeError{Provider: providerName, Limit: m.maxAnswer, Setting: m.capName})
+				return
+			}
+			if text != "" {
 				if !yield(llm.Event{Kind: llm.EventTextDelta, Text: text}, nil) {
 					return
 				}
@@ -69,8 +75,9 @@ type turn struct {
 	calls             map[int64]*toolCall // by the chunk's tool call index
 }
 
-// add folds one chunk into t and returns the text it carries.
-func (t *turn) add(c sdk.ChatCompletionChunk) string {
+// add folds one chunk into t and returns the text it carries and the bytes of the
+// answer it adds (text and tool-call arguments).
+func (t *turn) add(c sdk.ChatCompletionChunk) (text string, n int) {
 	if t.id == "" {
 		t.id = c.ID
 	}
@@ -80,7 +87,6 @@ func (t *turn) add(c sdk.ChatCompletionChunk) string {
 	if c.JSON.Usage.Valid() {
 		t.usage = c.Usage
 	}
-	var text string
 	for _, ch := range c.Choices {
 		if ch.Index != 0 {
 			continue
@@ -104,9 +110,10 @@ func (t *turn) add(c sdk.ChatCompletionChunk) string {
 				tc.name = d.Function.Name
 			}
 			tc.args = append(tc.args, d.Function.Arguments...)
+			n += len(d.Function.Arguments)
 		}
 	}
-	return text
+	return text, n + len(text)
 }
 
 // toolUses returns the accumulated calls as tool_use blocks, in index order.

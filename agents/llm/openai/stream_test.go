@@ -53,7 +53,7 @@ func replay(requested string, chunks []sdk.ChatCompletionChunk) []llm.Event {
 	t := turn{model: requested, calls: map[int64]*toolCall{}}
 	var out []llm.Event
 	for _, c := range chunks {
-		if text := t.add(c); text != "" {
+		if text, _ := t.add(c); text != "" {
 			out = append(out, llm.Event{Kind: llm.EventTextDelta, Text: text})
 		}
 	}

@@ -22,6 +22,7 @@ func provider() llmtest.Provider {
 			return New(Config{
 				APIKey: c.APIKey, BaseURL: c.BaseURL, Model: c.Model, MaxRetries: c.MaxRetries,
 				RequestTimeout: c.RequestTimeout, HTTPClient: c.HTTPClient, KeyName: c.KeyName, TimeoutName: c.TimeoutName,
+				MaxAnswerBytes: c.MaxAnswerBytes, MaxAnswerName: c.MaxAnswerName,
 			})
 		},
 		// The API is served under /v1; without it, the /v1 hint.

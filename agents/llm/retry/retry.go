@@ -1,11 +1,13 @@
-// Package retry makes a model call again when its stream breaks before it completes.
+// Package retry makes a model call again when its stream breaks before it completes, or
+// when the request hits the provider's request timeout.
 //
 // The provider SDKs retry a request that fails before its answer starts (connection
 // errors, 408/409/429/5xx statuses). Once an answer is streaming they do not: a
 // connection reset, an EOF mid-body, a body that ends without its terminal event, or an
-// overloaded error event inside the stream ends the call. Model wraps an llm.Model so
-// that such a call is sent again, up to MaxRetries times, after an exponential backoff
-// that the call's context cuts short.
+// overloaded error event inside the stream ends the call; nor do they retry a request
+// whose request timeout expired. Model wraps an llm.Model so that such a call is sent
+// again, up to MaxRetries times, after an exponential backoff that the call's context
+// (the run's --timeout) cuts short.
 //
 // The consumer may already have received events of the broken attempt (text deltas,
 // tool calls). Before the next attempt, Generate yields an llm.EventRetry: everything
@@ -72,11 +74,14 @@ func Wrap(m llm.Model, p Policy) *Model {
 // Unwrap returns the wrapped model (llm.Wrapper: it decides which media it takes).
 func (m *Model) Unwrap() llm.Model { return m.Model }
 
-// Retryable reports whether err ended a call whose answer broke off mid-stream: a cut
-// stream, or a retryable provider error (429, 5xx, overloaded) that arrived inside
-// the stream, where the SDK's own retries do not reach.
+// Retryable reports whether err ended a call whose answer broke off or never came: a
+// cut stream, a request that hit the provider's request timeout (before its answer or
+// in the middle of it, an *llm.TimeoutError), or a retryable provider error (429, 5xx,
+// overloaded) that arrived inside the stream, where the SDK's own retries do not reach.
+// An answer past the cap on one answer (llm.ErrAnswerTooLarge) is not retried.
 func Retryable(err error) bool {
-	if errors.Is(err, llm.ErrStreamCut) {
+	var te *llm.TimeoutError
+	if errors.Is(err, llm.ErrStreamCut) || errors.As(err, &te) {
 		return true
 	}
 	var pe *llm.ProviderError
@@ -105,7 +110,12 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) iter.Seq2[llm.Ev
 			}
 			delay := m.delay(attempt)
 			if m.policy.Logger != nil {
-				m.policy.Logger.WarnContext(ctx, "model stream broke; retrying",
+				what := "model stream broke; retrying"
+				var te *llm.TimeoutError
+				if errors.As(err, &te) {
+					what = "model request timed out (--request-timeout); retrying"
+				}
+				m.policy.Logger.WarnContext(ctx, what,
 					"agent", req.Agent, "attempt", attempt+1, "max_retries", m.policy.MaxRetries,
 					"delay", delay, "error", err)
 			}

@@ -317,8 +317,11 @@ func TestRetryable(t *testing.T) {
 		{overloaded, true},
 		{&llm.ProviderError{StatusCode: 529}, false},
 		{&llm.ProviderError{StatusCode: 400, InStream: true}, false},
-		{&llm.TimeoutError{Timeout: time.Minute, Err: context.DeadlineExceeded}, false},
+		{&llm.TimeoutError{Timeout: time.Minute, Err: context.DeadlineExceeded}, true},
+		{fmt.Errorf("model call: %w", &llm.TimeoutError{Timeout: time.Minute, Err: context.DeadlineExceeded}), true},
+		{&llm.AnswerTooLargeError{Limit: 16 << 20}, false},
 		{context.Canceled, false},
+		{context.DeadlineExceeded, false}, // the run's --timeout, not a request's
 	}
 	for _, tt := range tests {
 		if got := Retryable(tt.err); got != tt.want {

@@ -30,6 +30,10 @@ type Model struct {
 	calls   atomic.Int64   // tool-call id counter
 	msgs    atomic.Int64   // message id counter
 
+	// maxAnswer caps one answer (CapAnswers); 0: none.
+	maxAnswer int64
+	capName   string
+
 	mu       sync.Mutex
 	requests []llm.Request
 	discard  bool                     // DiscardRequests was called
@@ -139,12 +143,20 @@ func (m *Model) generate(ctx context.Context, req *llm.Request, yield func(llm.E
 	if r.reply.Signal != "" {
 		defer m.post(r.reply.Signal)
 	}
+	budget := llm.AnswerCap{Limit: m.maxAnswer}
+	tooLarge := &llm.AnswerTooLargeError{Provider: "scripted", Limit: m.maxAnswer, Setting: m.capName}
 	for chunk := range chunks(text, textChunk) {
+		if !budget.Take(len(chunk)) {
+			return tooLarge
+		}
 		if !yield(llm.Event{Kind: llm.EventTextDelta, Text: chunk}, nil) {
 			return nil
 		}
 	}
 	for _, c := range calls {
+		if !budget.Take(len(c.Input)) {
+			return tooLarge
+		}
 		if !yield(llm.Event{Kind: llm.EventToolCall, ToolCall: c}, nil) {
 			return nil
 		}
@@ -290,6 +302,14 @@ func (m *Model) record(req *llm.Request) {
 	m.mu.Lock()
 	m.requests = append(m.requests, c)
 	m.mu.Unlock()
+}
+
+// CapAnswers makes a call whose answer (its text and tool-call inputs) is larger than
+// max bytes fail with an *llm.AnswerTooLargeError past them, as the network providers'
+// do; setting names where the cap is set, for the message. max <= 0: no cap (the
+// default). Call it before the first Generate.
+func (m *Model) CapAnswers(max int64, setting string) {
+	m.maxAnswer, m.capName = max, setting
 }
 
 // DiscardRequests stops recording requests (and drops those recorded): a run that never

@@ -334,6 +334,40 @@ func TestDiscardRequests(t *testing.T) {
 	}
 }
 
+// With CapAnswers, an answer past the cap fails the call as the network providers' do;
+// what came before the cap was streamed; without it nothing is capped.
+func TestCapAnswers(t *testing.T) {
+	t.Parallel()
+	scenario := `
+rules:
+  - when: {last_user_contains: text}
+    reply: {text: "` + strings.Repeat("x", 300) + `"}
+  - reply:
+      tool_calls:
+        - {name: write_file, input: {file_path: a.txt, content: "` + strings.Repeat("y", 300) + `"}}
+`
+	for _, prompt := range []string{"text", "tool"} {
+		m := New(mustParse(t, scenario))
+		req := &llm.Request{Agent: "parent", Messages: []llm.Message{llm.UserText(prompt)}}
+		if _, err := collect(t.Context(), m, req); err != nil {
+			t.Fatalf("%s without a cap: %v", prompt, err)
+		}
+		m.CapAnswers(200, "--max-answer-bytes")
+		evs, err := collect(t.Context(), m, req)
+		var tl *llm.AnswerTooLargeError
+		if !errors.As(err, &tl) || tl.Limit != 200 || !strings.Contains(err.Error(), "cap of 200 bytes") || !strings.Contains(err.Error(), "--max-answer-bytes") {
+			t.Errorf("%s past the cap: %v", prompt, err)
+		}
+		n := 0
+		for _, ev := range evs {
+			n += len(ev.Text) + len(ev.ToolCall.Input)
+		}
+		if n > 200 {
+			t.Errorf("%s: %d bytes came through, past the cap", prompt, n)
+		}
+	}
+}
+
 // A partial reply streams its text and holds until the call is cancelled; the call then
 // fails with the cancellation, the text it streamed left to the caller (partial findings).
 func TestPartialHoldsUntilCancelled(t *testing.T) {

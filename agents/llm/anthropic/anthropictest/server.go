@@ -133,6 +133,10 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
+	if s.StallNow(p.req.Agent) {
+		s.Stall(r)
+		return
+	}
 	if s.FailNow(p.req.Agent) {
 		w.Header().Set("retry-after-ms", "10")
 		status := s.FailStatus()

@@ -16,8 +16,8 @@
 // no call, no model) get its 400 answer, so a client bug shows up here first.
 // WithPrefixCache simulates OpenAI's automatic prompt caching, so that what a client
 // gains from keeping its requests' prefixes stable can be measured.
-// Fault options (WithFailFirst, WithCutAfter, WithFaults) exercise retries and cut
-// streams. A model error before the first event is an HTTP error (the status of an
+// Fault options (WithFailFirst, WithCutAfter, WithFaults) exercise retries, cut
+// streams and requests that get no answer (llmtest.Faults.StallFirst). A model error before the first event is an HTTP error (the status of an
 // *llm.ProviderError, else 500); after it, an error event ends the stream without [DONE].
 //
 // A Server is safe for concurrent requests; Requests may be called at any time.
@@ -149,6 +149,10 @@ func (s *Server) serveCompletions(w http.ResponseWriter, r *http.Request) {
 	req, err := toRequest(cr)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if s.StallNow(req.Agent) {
+		s.Stall(r)
 		return
 	}
 	if s.FailNow(req.Agent) {
