@@ -102,6 +102,9 @@ type Session struct {
 	top     *fsx.DirSync // the session directory
 	sidecar *fsx.DirSync // agents/
 	fsyncs  *atomic.Int64
+	// infoNamed: a WriteInfo of this Session has created session.json's name, which
+	// the next Sync makes durable; a replacement after it changes no name that must be.
+	infoNamed atomic.Bool
 	// failures holds the first failed write of the session's state (OnWriteFailure).
 	failures *writeFailures
 }
@@ -141,7 +144,7 @@ func (s *Session) Exists() bool {
 // everything it holds but ForkedFrom is in the parent's transcript too (its meta record),
 // which each turn boundary syncs, and LoadInfo rebuilds it from there when a crash of the
 // machine left it missing or unreadable (a fork's ForkedFrom is then lost). Its name
-// becomes durable with the next Sync.
+// becomes durable with the next Sync after the first write (a replacement needs none).
 func (s *Session) WriteInfo(info Info) error {
 	data, err := json.MarshalIndent(info, "", "  ")
 	if err != nil {
@@ -154,7 +157,12 @@ func (s *Session) WriteInfo(info Info) error {
 	if err != nil {
 		return fmt.Errorf("write session info: %w", s.failures.failed(path, err))
 	}
-	s.top.Changed()
+	// The first write names the file, and the next Sync makes the name durable. A later
+	// one replaces its content, which needs no directory sync: a crash of the machine
+	// leaves the earlier session.json or this one, and either holds the session.
+	if !s.infoNamed.Swap(true) {
+		s.top.Changed()
+	}
 	return nil
 }
 
