@@ -9,6 +9,7 @@ import (
 	"github.com/stoke-cli/stoke/agents/hooks"
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/llm/price"
+	"github.com/stoke-cli/stoke/agents/sandbox"
 	"github.com/stoke-cli/stoke/agents/secrets"
 	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/agents/trace"
@@ -130,6 +131,9 @@ type Options struct {
 	// hooks of its agent files (cmd decides it: --trust-project, trusted-projects in the
 	// home settings). Agent approval modes are capped by ApprovalMode either way.
 	TrustProject bool
+	// Sandbox confines the shell tool's commands (cmd makes it and closes it after Run);
+	// nil runs them as stoke's own children and leaves sandbox out of init.
+	Sandbox *sandbox.Sandbox
 	// Secrets keeps credentials out of the shell tool's and the hooks' environment and
 	// redacts them from tool results; nil still keeps the provider keys out of both.
 	Secrets *secrets.Policy

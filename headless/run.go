@@ -297,6 +297,10 @@ func newSession(ctx context.Context, opts Options, cp *sdkhost.ControlPlane) (_ 
 	init.MCPServers = s.mcpStatuses()
 	init.StokeVersion = opts.Version
 	init.ClaudeCodeVersion = opts.Version
+	if sb := opts.Sandbox; sb != nil {
+		st := sb.Status()
+		init.Sandbox = &streamjson.SandboxStatus{Mode: string(st.Mode), Enforced: st.Enforced, Reason: st.Reason}
+	}
 	s.emit(init)
 	return s, nil
 }

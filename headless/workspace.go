@@ -73,6 +73,9 @@ func (s *session) checkAgentPrices(cat agents.Catalog) error {
 func (s *session) newWorkspace() (*tools.Workspace, []tools.Option, error) {
 	mode, _ := s.workspaceApproval()
 	opts := []tools.Option{tools.WithDenialHook(s.recordDenial), tools.WithSecrets(s.opts.Secrets)}
+	if sb := s.opts.Sandbox; sb.Confines() {
+		opts = append(opts, tools.WithSandbox(sb))
+	}
 	ws, err := tools.NewWorkspace(s.opts.CWD, mode, opts...)
 	if err != nil {
 		return nil, nil, err

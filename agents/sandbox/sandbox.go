@@ -72,6 +72,9 @@ func (s *Sandbox) Confines() bool { return s != nil && s.cfg.Mode != ModeOff }
 // Mode returns the mode.
 func (s *Sandbox) Mode() Mode { return s.cfg.Mode }
 
+// Config returns the configuration the sandbox was made with.
+func (s *Sandbox) Config() Config { return s.cfg }
+
 // TempDir returns the private TMPDIR ("" with ModeOff).
 func (s *Sandbox) TempDir() string { return s.tmp }
 
