@@ -47,7 +47,7 @@ func TestActionRunStep(t *testing.T) {
 		cmd.Dir = dir
 		cmd.Env = []string{
 			"PATH=" + h.binDir + string(os.PathListSeparator) + "/usr/bin:/bin",
-			"HOME=" + filepath.Join(dir, "home"), "STOKE_HOME=" + filepath.Join(dir, ".stoke"), "GOCOVERDIR=" + h.coverDir,
+			"HOME=" + filepath.Join(dir, "home"), "STOKE_HOME=" + filepath.Join(t.TempDir(), ".stoke"), "GOCOVERDIR=" + h.coverDir,
 			"GITHUB_OUTPUT=" + outputs, "RUNNER_TEMP=" + dir,
 			"STOKE_PROMPT_INPUT=" + prompt, "STOKE_PROVIDER_INPUT=scripted", "STOKE_MODEL_INPUT=",
 			"STOKE_FORMAT_INPUT=text", "STOKE_ARGS_INPUT=--scenario s.yaml  --max-turns 3",

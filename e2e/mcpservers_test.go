@@ -31,6 +31,8 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/stoke-cli/stoke/agents/sandbox"
 )
 
 // mcpBin returns the directory of the installed MCP servers' executables, or "".
@@ -64,6 +66,8 @@ func condition(cond string) (bool, error) {
 		return mcpBin() != "", nil
 	case "ptrace":
 		return canPtrace(), nil
+	case "sandbox":
+		return sandbox.Probe().Enforced, nil // the kernel enforces stoke's sandbox here
 	}
 	return false, fmt.Errorf("unknown condition %q", cond)
 }

@@ -199,6 +199,9 @@ func runConfined(p policy, started chan<- startResult, ended chan<- helperStatus
 // calling thread.
 func confine(p policy) error {
 	abi, _ := ll.LandlockGetABIVersion()
+	if err := dropCapabilities(); err != nil {
+		return err
+	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
 	}
@@ -226,6 +229,50 @@ func confine(p policy) error {
 	if err := ll.LandlockRestrictSelf(fd, flags); err != nil {
 		return fmt.Errorf("landlock_restrict_self: %w", err)
 	}
+	return nil
+}
+
+// droppedCapabilities are the capabilities a command run as root loses: those that reach
+// past the sandbox or into other processes (tracing and reading stoke's memory and
+// environment, administration, modules, raw I/O, device nodes, raw and admin network,
+// the kernel log, bpf and perf, the clock, the LSMs, immutable files). Root keeps the
+// rest, file permissions included.
+func droppedCapabilities() []uintptr {
+	return []uintptr{
+		unix.CAP_SYS_PTRACE, unix.CAP_SYS_ADMIN, unix.CAP_SYS_MODULE, unix.CAP_SYS_RAWIO, unix.CAP_SYS_BOOT,
+		unix.CAP_DAC_READ_SEARCH, unix.CAP_MKNOD, unix.CAP_NET_ADMIN, unix.CAP_NET_RAW, unix.CAP_SYS_TIME,
+		unix.CAP_SYSLOG, unix.CAP_BPF, unix.CAP_PERFMON, unix.CAP_AUDIT_CONTROL, unix.CAP_MAC_ADMIN,
+		unix.CAP_MAC_OVERRIDE, unix.CAP_LINUX_IMMUTABLE,
+	}
+}
+
+// dropCapabilities takes droppedCapabilities out of the calling thread's bounding,
+// effective, permitted and inheritable sets and clears its ambient set, so that the
+// command (and whatever it executes, root's own recomputation included) never has them.
+// A thread without capabilities has nothing to drop.
+func dropCapabilities() error {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capget: %w", err)
+	}
+	if data[0].Permitted == 0 && data[1].Permitted == 0 && data[0].Inheritable == 0 && data[1].Inheritable == 0 {
+		return nil
+	}
+	for _, c := range droppedCapabilities() {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, c, 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.EPERM) {
+			return fmt.Errorf("drop capability %d from the bounding set: %w", c, err)
+		}
+		bit := uint32(1) << (c % 32)
+		d := &data[c/32]
+		d.Effective &^= bit
+		d.Permitted &^= bit
+		d.Inheritable &^= bit
+	}
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capset: %w", err)
+	}
+	_ = unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
 	return nil
 }
 

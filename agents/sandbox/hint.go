@@ -5,22 +5,30 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Landlock and the seccomp filter answer a refused access with EACCES or EPERM, which a
 // program reports in its own words; the hint reads those words in the output of a
 // command that failed, with the path they name when there is one.
 
-// refusal matches the messages of a refused access.
-var refusal = regexp.MustCompile(`(?i)permission denied|operation not permitted|read-only file system|EACCES|EPERM`)
+// refusal matches the messages of a refused access (compiled on first use: stoke
+// starts often, as the helper too, and most runs never read one).
+var refusal = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)permission denied|operation not permitted|read-only file system|EACCES|EPERM`)
+})
 
 // netWords are what a refused network access says besides the refusal, or instead of it
 // (a resolver that could not open its socket).
-var netWords = regexp.MustCompile(`(?i)socket|connect|/dev/(tcp|udp)/|could not resolve|name resolution|name or service not known|network is unreachable|getaddrinfo|dial (tcp|udp)|lookup [^ ]+ on`)
+var netWords = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)socket|connect|/dev/(tcp|udp)/|could not resolve|name resolution|name or service not known|network is unreachable|getaddrinfo|dial (tcp|udp)|lookup [^ ]+ on`)
+})
 
 // quotedPath finds the paths a message names: 'p', "p", `p', or p: at a line's start
 // or after "open", "touch", ... ('bash: /x: Permission denied').
-var quotedPath = regexp.MustCompile("['\"`‘]((?:/|\\./|\\.\\./|~/)[^'\"`’\n]*)['\"’]|(?:^|[\\s:(])((?:/|\\./|\\.\\./)[^\\s:'\"()]+):? (?:[Pp]ermission denied|[Oo]peration not permitted|[Rr]ead-only file system)")
+var quotedPath = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile("['\"`‘]((?:/|\\./|\\.\\./|~/)[^'\"`’\n]*)['\"’]|(?:^|[\\s:(])((?:/|\\./|\\.\\./)[^\\s:'\"()]+):? (?:[Pp]ermission denied|[Oo]peration not permitted|[Rr]ead-only file system)")
+})
 
 // Hint returns the one line a failed command's tool result gets when its output shows a
 // refusal this sandbox may have caused, naming the sandbox and the flag that would
@@ -30,10 +38,10 @@ func (s *Sandbox) Hint(output, root string) string {
 		return ""
 	}
 	mode := fmt.Sprintf("sandbox %s", s.cfg.Mode)
-	denied := refusal.MatchString(output)
+	denied := refusal().MatchString(output)
 	named := false // the refusals name paths: the sandbox explains them or not at all
 	if denied {
-		for _, m := range quotedPath.FindAllStringSubmatch(output, -1) {
+		for _, m := range quotedPath().FindAllStringSubmatch(output, -1) {
 			named = true
 			p := m[1]
 			if p == "" {
@@ -44,7 +52,7 @@ func (s *Sandbox) Hint(output, root string) string {
 			}
 		}
 	}
-	if !s.cfg.Network && netWords.MatchString(output) {
+	if !s.cfg.Network && netWords().MatchString(output) {
 		return fmt.Sprintf("[%s: commands have no network (no sockets but Unix ones, no TCP connect); --sandbox-network lets them use it]", mode)
 	}
 	if denied && !named {

@@ -500,3 +500,30 @@ func TestRequiredRefusesWhenUnenforced(t *testing.T) {
 		t.Errorf("not required: Check = %v", err)
 	}
 }
+
+// A command run as root loses the capabilities that reach past the sandbox: here
+// CAP_SYS_PTRACE, with which root reads stoke's (non-dumpable) environment from /proc.
+func TestRootLosesCapabilities(t *testing.T) {
+	requireKernel(t)
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: an ordinary user has no capabilities to lose")
+	}
+	f := newFixture(t, Config{Mode: ModeWorkspaceWrite})
+	const script = `grep -E '^Cap(Eff|Bnd)' /proc/self/status`
+	has := func(out string) bool { // CAP_SYS_PTRACE is bit 19
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			_, hex, _ := strings.Cut(line, "\t")
+			v, err := strconv.ParseUint(strings.TrimSpace(hex), 16, 64)
+			if err != nil || v&(1<<19) != 0 {
+				return true
+			}
+		}
+		return false
+	}
+	if code, out := f.unconfined(t, script); code != 0 || !has(out) {
+		t.Fatalf("control: unconfined root lacks CAP_SYS_PTRACE: %s", out)
+	}
+	if o, out := f.run(t, script); o.ExitCode != 0 || has(out) {
+		t.Errorf("sandboxed root keeps CAP_SYS_PTRACE: %s", out)
+	}
+}
