@@ -472,10 +472,10 @@ func (c Command) Inner() (src string, inner, literal bool) {
 // that is not listed, or a prefix of several, cannot be read: the command it wraps is
 // then unknown.
 type opts struct {
-	short, shortOpt, flags string
+	short, shortOpt, flags   string
 	long, longOpt, longFlags []string
-	operands int  // operands before the command: timeout's duration, flock's lock file
-	assigns  bool // NAME=value words before the command (env, sudo)
+	operands                 int  // operands before the command: timeout's duration, flock's lock file
+	assigns                  bool // NAME=value words before the command (env, sudo)
 }
 
 // wrappers are the commands that run their arguments as another command.
