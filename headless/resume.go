@@ -116,6 +116,9 @@ func lockSession(ctx context.Context, sess *store.Session, opts Options) (*store
 	if ctx.Err() != nil {
 		return nil, endedBeforeStart(context.Cause(ctx))
 	}
+	if errors.Is(err, store.ErrUnsafe) {
+		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
+	}
 	return nil, fmt.Errorf("%w: %w", ErrRunFailed, err)
 }
 
@@ -139,6 +142,9 @@ func forkSession(ctx context.Context, found store.Stored, opts Options, now time
 		var locked *store.LockedError
 		if errors.As(err, &locked) {
 			return nil, store.Info{}, &busyError{err: err, advice: "a fork waits until no run writes it: wait for it to end, or pass --wait-for-session DURATION"}
+		}
+		if errors.Is(err, store.ErrUnsafe) {
+			return nil, store.Info{}, fmt.Errorf("%w: fork: %w", ErrUsage, err)
 		}
 		return nil, store.Info{}, fmt.Errorf("%w: fork: %w", ErrRunFailed, err)
 	}
