@@ -165,6 +165,7 @@ func setup(env *testscript.Env) error {
 	env.Setenv("NONCE_A", "NONCE-A"+randomHex())
 	env.Setenv("NONCE_B", "NONCE-B"+randomHex())
 	env.Values[mockKey{}] = &mockState{}
+	env.Values[netKey{}] = &netState{}
 	setupMCP(env) // $MCP_BIN (mcpservers_test.go)
 	return nil
 }

@@ -46,6 +46,7 @@ type supervisor struct {
 	cmd        *exec.Cmd
 	ctl        io.Closer // closing it makes the helper kill the command's tree
 	once       sync.Once
+	ended      atomic.Bool // the command itself has ended (its processes may not have)
 	background atomic.Bool // the command left processes running
 }
 

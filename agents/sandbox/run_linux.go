@@ -114,9 +114,11 @@ func (s *Sandbox) Run(ctx context.Context, req Request) (Outcome, error) {
 		}
 	}
 	if st.Error != "" {
+		h.ended.Store(true)
 		return out, fmt.Errorf("%w: %s", ErrHelper, st.Error)
 	}
 	h.background.Store(st.Background)
+	h.ended.Store(true)
 	out.ExitCode, out.Signal = st.Code, st.Signal
 	if st.Signal != "" {
 		out.ExitCode = -1

@@ -146,14 +146,15 @@ func (s *Sandbox) untrack(h *supervisor) {
 	s.wg.Done()
 }
 
-// suspicious reports whether a sandboxed process may have run since the guard last
-// looked without a command running: one that outlived its command. It clears the mark.
+// suspicious reports whether a sandboxed process may have changed something since the
+// guard last looked: a command runs (the calls of one reply run at once), or one that
+// outlived its command runs or has run. It clears the mark of those that have ended.
 func (s *Sandbox) suspicious() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sus := s.dirty
 	for h := range s.live {
-		sus = sus || h.background.Load()
+		sus = sus || !h.ended.Load() || h.background.Load()
 	}
 	s.dirty = false
 	return sus

@@ -527,3 +527,35 @@ func TestRootLosesCapabilities(t *testing.T) {
 		t.Errorf("sandboxed root keeps CAP_SYS_PTRACE: %s", out)
 	}
 }
+
+// The calls of one reply run at once: what one command changes is put back even when
+// another command's checks are the first to see it.
+func TestGuardConcurrentCommands(t *testing.T) {
+	requireKernel(t)
+	f := newFixture(t, Config{Mode: ModeWorkspaceWrite})
+	fifo := filepath.Join(f.ws, "go")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip("no mkfifo:", err)
+	}
+	cfg := filepath.Join(f.ws, ".git", "config")
+	before, _ := os.ReadFile(cfg)
+	done := make(chan Outcome, 1)
+	go func() {
+		var out bytes.Buffer
+		o, err := f.sb.Run(t.Context(), Request{Root: f.ws, Args: []string{bash(t), "-c", `printf '[core]\n\tfsmonitor = x\n' >> .git/config; cat go`},
+			Env: f.env(), Output: &out, Timeout: time.Minute, WaitDelay: 2 * time.Second})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- o
+	}()
+	waitFor(t, func() bool { b, _ := os.ReadFile(cfg); return !bytes.Equal(b, before) })
+	o, out := f.run(t, `echo go > go`)
+	if o.ExitCode != 0 {
+		t.Fatalf("%+v %s", o, out)
+	}
+	<-done
+	if after, _ := os.ReadFile(cfg); !bytes.Equal(after, before) {
+		t.Errorf(".git/config = %q: a change made while another command started was taken as the reference", after)
+	}
+}
