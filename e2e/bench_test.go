@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -79,6 +80,7 @@ func BenchmarkProcess(b *testing.B) {
 		b.Fatal(err)
 	}
 	oneTurn := []string{"-p", "hi there", "--scenario", filepath.Join(h.scenarios, "hello.yaml"), "--output-format", "stream-json"}
+	tenTrue := []string{"-p", "run true", "--scenario", filepath.Join(h.scenarios, "shell-true.yaml"), "--approval-mode", "yolo", "--output-format", "stream-json"}
 	cases := []struct {
 		name  string
 		bin   string
@@ -90,6 +92,11 @@ func BenchmarkProcess(b *testing.B) {
 		{"version", bin, []string{"version"}, false},
 		{"one-turn", bin, oneTurn, false},
 		{"one-turn-tmpfs", bin, oneTurn, true},
+		// the sandbox: a run with no command costs what it did; a command costs one
+		// helper process more (ten-true minus one-turn, over ten)
+		{"one-turn-sandbox-off", bin, append(slices.Clone(oneTurn), "--sandbox", "off"), false},
+		{"ten-true", bin, tenTrue, false},
+		{"ten-true-sandbox-off", bin, append(slices.Clone(tenTrue), "--sandbox", "off"), false},
 		{"nonce-scenario", bin, []string{"-p", "Keep NONCE-BE7C4 safe with a background agent", "--scenario", filepath.Join(h.scenarios, "nonce-memory.yaml"), "--output-format", "stream-json"}, false},
 	}
 	for _, c := range cases {
