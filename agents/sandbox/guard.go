@@ -215,20 +215,7 @@ func (s *scanner) tree(rel string) {
 }
 
 // names lists the directory rel, sorted.
-func (s *scanner) names(rel string) []string {
-	fi, err := s.r.Lstat(rel)
-	if err != nil || !fi.IsDir() {
-		return nil
-	}
-	f, err := s.r.Open(rel)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	names, _ := f.Readdirnames(-1)
-	slices.Sort(names)
-	return names
-}
+func (s *scanner) names(rel string) []string { return listDir(s.r, rel) }
 
 // restore puts back in r what differs between base and cur, and describes it.
 func restore(r *os.Root, base, cur snapshot) []string {
@@ -382,6 +369,7 @@ func findDir(r *os.Root, id fileID) string {
 	return ""
 }
 
+// listDir lists the directory rel of r, sorted (nothing when it is not one).
 func listDir(r *os.Root, rel string) []string {
 	fi, err := r.Lstat(rel)
 	if err != nil || !fi.IsDir() {
