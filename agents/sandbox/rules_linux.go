@@ -55,7 +55,8 @@ type grant struct {
 // along the way to it: the directories on that way get nothing from it (listing /,
 // or creating a file directly in a home that holds ~/.ssh, is refused), the denied path
 // nothing at all. Denied paths that do not exist need nothing. Symbolic links get no
-// rule: what they lead to gets its own.
+// rule: what they lead to gets its own. A grant that is, or lies in, a denied path is kept:
+// it is explicit (see expand).
 func fsRules(p policy, abi int) []landlock.Rule {
 	var deny []string
 	for _, d := range p.Deny {
@@ -84,14 +85,14 @@ func fsRules(p policy, abi int) []landlock.Rule {
 	return rules
 }
 
-// expand returns the rules of one grant with the denied paths below it taken out.
+// expand returns the rules of one grant with the denied paths below it taken out. A
+// grant that is, or lies in, a denied path is kept: it is explicit (an isolated agent's
+// worktree in STOKE_HOME, a --sandbox-writable directory the user named), and a denial
+// reaches only what no grant names.
 func expand(g grant, deny []string) []landlock.Rule {
 	var below []string
 	for _, d := range deny {
-		switch {
-		case d == g.path || inside(g.path, []string{d}):
-			return nil // the grant lies in a denied path
-		case inside(d, []string{g.path}):
+		if d != g.path && inside(d, []string{g.path}) {
 			below = append(below, d)
 		}
 	}

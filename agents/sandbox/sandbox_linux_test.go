@@ -559,3 +559,24 @@ func TestGuardConcurrentCommands(t *testing.T) {
 		t.Errorf(".git/config = %q: a change made while another command started was taken as the reference", after)
 	}
 }
+
+// An isolated agent's worktree lives in STOKE_HOME: its commands write it, and still
+// read nothing else of STOKE_HOME.
+func TestWorktreeInStokeHome(t *testing.T) {
+	requireKernel(t)
+	f := newFixture(t, Config{Mode: ModeWorkspaceWrite})
+	wt := filepath.Join(f.stokeHome, "projects", "p", "s", "worktrees", "task-1")
+	mkdir(t, wt)
+	var out bytes.Buffer
+	o, err := f.sb.Run(t.Context(), Request{Root: wt, Args: []string{bash(t), "-c", `echo x > made && cat made && cat "$STOKE_HOME/settings.yaml"`},
+		Env: f.env(), Output: &out, Timeout: time.Minute, WaitDelay: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(wt, "made")); err != nil || !strings.HasPrefix(out.String(), "x\n") {
+		t.Errorf("the worktree is not writable: %v %s", err, out.String())
+	}
+	if o.ExitCode == 0 || strings.Contains(out.String(), "sk-secret") {
+		t.Errorf("STOKE_HOME/settings.yaml was read from the worktree: %s", out.String())
+	}
+}
