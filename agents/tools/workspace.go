@@ -137,6 +137,8 @@ type Workspace struct {
 	secrets  *secrets.Policy
 	sandbox  Sandbox
 	limits   Limits
+	files    Files       // nil: the disk (WithFiles)
+	terminal Terminal    // nil: the shell runs its commands itself (WithTerminal)
 	edits    *sync.Mutex // held by write_file and edit for their read-modify-write
 	schemas  *schemaCache
 }
