@@ -35,6 +35,8 @@ type helperStatus struct {
 	// Background: processes the command started still run (the helper stays to reap
 	// them, and kills them when its control pipe closes).
 	Background bool `json:"background,omitempty"`
+	// signum is the signal that ended the command (0: none), for the wrapper's status.
+	signum syscall.Signal
 }
 
 // HelperMain is the supervisor of one sandboxed command (see the package doc). It is
@@ -44,6 +46,9 @@ type helperStatus struct {
 // process's exit code: 0 once every process of the command is gone, 2 on bad use.
 func HelperMain() int {
 	runtime.LockOSThread() // the main goroutine keeps its thread; the command's is another
+	if len(os.Args) > 1 && os.Args[1] == WrapArg {
+		return wrapMain(os.Args)
+	}
 	for _, fd := range []int{fdPolicy, fdControl, fdStatus} {
 		if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil {
 			fmt.Fprintln(os.Stderr, "stoke: the sandbox helper is started by stoke itself, not by hand")
@@ -97,9 +102,17 @@ func HelperMain() int {
 	st := <-ended
 	st.Background = !reapZombies()
 	report(st)
-	// Reap what the command left running, until nothing is left. Orphans become this
-	// process's children; once the tree is being killed, every child is killed again
-	// after each death, which also catches the orphans that death made.
+	if !reapAll(pgid, &killing) {
+		return 1
+	}
+	return 0
+}
+
+// reapAll reaps what the command (process group pgid) left running, until nothing is
+// left; false if waiting failed. Orphans become this process's children; once the tree
+// is being killed (killing), every child is killed again after each death, which also
+// catches the orphans that death made.
+func reapAll(pgid int, killing *atomic.Bool) bool {
 	for {
 		if killing.Load() {
 			killTree(pgid)
@@ -107,10 +120,10 @@ func HelperMain() int {
 		var ws unix.WaitStatus
 		_, err := unix.Wait4(-1, &ws, 0, nil)
 		if errors.Is(err, unix.ECHILD) {
-			return 0
+			return true
 		}
 		if err != nil && !errors.Is(err, unix.EINTR) {
-			return 1
+			return false
 		}
 	}
 }
@@ -133,8 +146,11 @@ func reapZombies() bool {
 	}
 }
 
-// IsHelper reports whether args (os.Args) start the sandbox helper.
-func IsHelper(args []string) bool { return len(args) > 1 && args[1] == HelperArg }
+// IsHelper reports whether args (os.Args) start the sandbox helper, or the wrapper of
+// a command another process runs (Wrap).
+func IsHelper(args []string) bool {
+	return len(args) > 1 && (args[1] == HelperArg || args[1] == WrapArg)
+}
 
 // HelperArg is the hidden first argument with which stoke re-executes itself as the
 // supervisor of a sandboxed command; it carries the protocol's version.
@@ -189,7 +205,7 @@ func runConfined(p policy, started chan<- startResult, ended chan<- helperStatus
 	_ = cmd.Wait()
 	st := helperStatus{Code: cmd.ProcessState.ExitCode()}
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		st.Signal = ws.Signal().String()
+		st.Signal, st.signum = ws.Signal().String(), ws.Signal()
 	}
 	ended <- st
 	select {} // keep the thread (the command's parent-death signal watches it)

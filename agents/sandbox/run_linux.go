@@ -58,7 +58,7 @@ func (s *Sandbox) Run(ctx context.Context, req Request) (Outcome, error) {
 	}
 	cmd := &exec.Cmd{
 		Path: s.exe, Args: []string{"stoke-sandbox", HelperArg},
-		Env: s.environ(req.Env, root), Dir: req.Root,
+		Env: s.Environ(req.Env, root), Dir: req.Root,
 		Stdout: outW, Stderr: outW,
 		ExtraFiles:  []*os.File{polR, ctlR, stW},
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},

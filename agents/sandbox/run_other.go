@@ -27,3 +27,8 @@ func IsHelper([]string) bool { return false }
 
 // HelperArg is the helper's hidden argument (Linux only).
 const HelperArg = "__stoke-sandbox-helper-v1"
+
+// Wrap is not available where there is no helper: Supervises is false.
+func (s *Sandbox) Wrap(string, []string) (*Wrapped, error) {
+	return nil, fmt.Errorf("%w: none on %s", ErrHelper, runtime.GOOS)
+}

@@ -19,14 +19,20 @@ type Sandbox struct {
 	status  Status
 	confine bool   // apply Landlock (and seccomp when there is one) to the commands
 	exe     string // the helper: this very binary
-	tmp     string // the private TMPDIR ("" for ModeOff)
-	roots   []string
-	guard   *guard
+	// self is this binary's path, for the command lines another process starts (Wrap):
+	// there /proc/self/exe would name that process.
+	self  string
+	tmp   string // the private TMPDIR ("" for ModeOff)
+	roots []string
+	guard *guard
 
 	mu     sync.Mutex
 	closed bool
 	live   map[*supervisor]struct{} // helpers still running
-	wg     sync.WaitGroup           // their reapers
+	// outside counts the wrapped commands another process runs (Wrap) that have not
+	// ended.
+	outside int
+	wg      sync.WaitGroup // their reapers
 	// dirty: processes that outlived their command have run since the guard last
 	// looked, so what changed in a protected path may be theirs.
 	dirty bool
@@ -44,6 +50,9 @@ func New(cfg Config, roots ...string) (*Sandbox, error) {
 		return nil, fmt.Errorf("new sandbox: %w %q", ErrUnknownMode, cfg.Mode)
 	}
 	s := &Sandbox{cfg: cfg, exe: "/proc/self/exe", live: map[*supervisor]struct{}{}, guard: newGuard()}
+	if self, err := os.Executable(); err == nil {
+		s.self = self
+	}
 	for _, r := range roots {
 		s.roots = append(s.roots, realPath(r))
 	}
@@ -147,12 +156,13 @@ func (s *Sandbox) untrack(h *supervisor) {
 }
 
 // suspicious reports whether a sandboxed process may have changed something since the
-// guard last looked: a command runs (the calls of one reply run at once), or one that
-// outlived its command runs or has run. It clears the mark of those that have ended.
+// guard last looked: a command runs (the calls of one reply run at once; a wrapped one
+// in another process's terminal included), or one that outlived its command runs or
+// has run. It clears the mark of those that have ended.
 func (s *Sandbox) suspicious() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sus := s.dirty
+	sus := s.dirty || s.outside > 0
 	for h := range s.live {
 		sus = sus || !h.ended.Load() || h.background.Load()
 	}
@@ -243,11 +253,11 @@ func realPath(p string) string {
 	return abs
 }
 
-// environ returns env for a sandboxed command: TMPDIR (and TMP, TEMP) is the private
+// Environ returns env for a sandboxed command: TMPDIR (and TMP, TEMP) is the private
 // one, and the caches tools write under the home (XDG_CACHE_HOME, GOCACHE, npm's, pip's;
 // GOMODCACHE's writes when the network is on) point into it, unless the user made
 // their directory writable.
-func (s *Sandbox) environ(env []string, root string) []string {
+func (s *Sandbox) Environ(env []string, root string) []string {
 	get := func(k string) string {
 		for i := len(env) - 1; i >= 0; i-- {
 			if name, v, ok := strings.Cut(env[i], "="); ok && name == k {

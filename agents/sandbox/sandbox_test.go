@@ -82,7 +82,7 @@ func envValue(env []string, k string) (string, bool) {
 func TestEnviron(t *testing.T) {
 	home := t.TempDir()
 	sb := newTestSandbox(t, Config{Mode: ModeWorkspaceWrite, UserHome: home})
-	env := sb.environ([]string{"HOME=" + home, "TMPDIR=/tmp", "PATH=/bin"}, sb.roots[0])
+	env := sb.Environ([]string{"HOME=" + home, "TMPDIR=/tmp", "PATH=/bin"}, sb.roots[0])
 	tmp := sb.TempDir()
 	for k, want := range map[string]string{
 		"TMPDIR": tmp, "XDG_CACHE_HOME": filepath.Join(tmp, "cache"), "GOCACHE": filepath.Join(tmp, "cache", "go-build"),
@@ -102,7 +102,7 @@ func TestEnviron(t *testing.T) {
 	// a cache the user made writable stays where it is
 	cache := filepath.Join(home, ".cache")
 	sb = newTestSandbox(t, Config{Mode: ModeWorkspaceWrite, UserHome: home, Writable: []string{cache}, Network: true})
-	env = sb.environ([]string{"HOME=" + home}, sb.roots[0])
+	env = sb.Environ([]string{"HOME=" + home}, sb.roots[0])
 	if _, ok := envValue(env, "XDG_CACHE_HOME"); ok {
 		t.Error("XDG_CACHE_HOME redirected although it is writable")
 	}

@@ -67,6 +67,11 @@ func (t shellTool) Run(ctx context.Context, call Call) Result {
 	if args.TimeoutMs > 0 {
 		timeout = min(time.Duration(args.TimeoutMs)*time.Millisecond, MaxShellTimeout)
 	}
+	if sb := t.w.sandbox; sb != nil {
+		if err := sb.Check(); err != nil {
+			return Errorf("%s: %v", NameShell, err)
+		}
+	}
 	if t.w.terminal != nil {
 		return t.runInTerminal(ctx, call.ID, "bash", args.Command, timeout)
 	}
@@ -80,11 +85,6 @@ func (t shellTool) Run(ctx context.Context, call Call) Result {
 		waitDelay = shellWaitDelay
 	}
 	var end shellEnd
-	if sb := t.w.sandbox; sb != nil {
-		if err := sb.Check(); err != nil {
-			return Errorf("%s: %v", NameShell, err)
-		}
-	}
 	if sb := t.w.sandbox; sb != nil && sb.Supervises() {
 		start := time.Now()
 		o, err := sb.Run(ctx, sandbox.Request{Root: t.w.root, Args: []string{bash, "-c", args.Command},

@@ -112,6 +112,12 @@ type Sandbox interface {
 	Supervises() bool
 	// Run runs one command under the sandbox.
 	Run(ctx context.Context, r sandbox.Request) (sandbox.Outcome, error)
+	// Environ is the environment env of a command run in root under the sandbox (its
+	// TMPDIR, the caches pointed into it), for a command line another process runs.
+	Environ(env []string, root string) []string
+	// Wrap is the command line that runs args in root under the sandbox from another
+	// process (a Terminal); its Done is called once the command has ended.
+	Wrap(root string, args []string) (*sandbox.Wrapped, error)
 	// Hint is the line a failed command's result gets when its output shows a refusal
 	// the sandbox may have caused ("" when none).
 	Hint(output, root string) string
