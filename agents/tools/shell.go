@@ -112,14 +112,7 @@ func (t shellTool) Run(ctx context.Context, call Call) Result {
 		}
 	}
 	var b strings.Builder
-	if s := out.String(); s != "" {
-		b.WriteString(s)
-		if !strings.HasSuffix(s, "\n") {
-			b.WriteByte('\n')
-		}
-	} else {
-		b.WriteString("(no output)\n")
-	}
+	writeOutput(&b, out.String())
 	if end.note != "" {
 		b.WriteString(end.note)
 		b.WriteByte('\n')
@@ -176,6 +169,19 @@ func (t shellTool) runPlain(ctx context.Context, bash, command string, timeout, 
 	end.code = cmd.ProcessState.ExitCode()
 	end.status = cmd.ProcessState.String()
 	return end, true, nil
+}
+
+// writeOutput starts a shell result with the command's output, ended by a newline, or
+// says there was none.
+func writeOutput(b *strings.Builder, s string) {
+	if s == "" {
+		b.WriteString("(no output)\n")
+		return
+	}
+	b.WriteString(s)
+	if !strings.HasSuffix(s, "\n") {
+		b.WriteByte('\n')
+	}
 }
 
 // backgroundKilled is the note of a command whose background processes held its output.

@@ -13,14 +13,20 @@ import (
 	"github.com/stoke-cli/stoke/agents/sandbox"
 )
 
-// A refusal by the sandbox ends the result with one line naming the sandbox and the
-// flag that widens it; the guard's repairs are said too.
-func TestShellSandboxSaysSo(t *testing.T) {
-	t.Parallel()
+// requireSandbox skips a test that needs bash and a kernel that can confine commands.
+func requireSandbox(t *testing.T) {
+	t.Helper()
 	requireBash(t)
 	if s := sandbox.Probe(); !s.Enforced {
 		t.Skipf("the sandbox cannot be enforced on this kernel: %s", s.Reason)
 	}
+}
+
+// A refusal by the sandbox ends the result with one line naming the sandbox and the
+// flag that widens it; the guard's repairs are said too.
+func TestShellSandboxSaysSo(t *testing.T) {
+	t.Parallel()
+	requireSandbox(t)
 	outside := t.TempDir()
 	w := newWorkspace(t, ModeYolo, map[string]string{".git/config": "[core]\n"})
 	w = w.With(WithSandbox(newSandbox(t, sandbox.Config{}, w.Root())))
@@ -106,10 +112,7 @@ func (execTerminal) Run(ctx context.Context, req TerminalRequest) (TerminalResul
 // command line is the sandbox's wrapper, and the guard and the hint work around it.
 func TestShellSandboxInTerminal(t *testing.T) {
 	t.Parallel()
-	requireBash(t)
-	if s := sandbox.Probe(); !s.Enforced {
-		t.Skipf("the sandbox cannot be enforced on this kernel: %s", s.Reason)
-	}
+	requireSandbox(t)
 	outside := t.TempDir()
 	w := newWorkspace(t, ModeYolo, map[string]string{".git/config": "[core]\n"}, WithTerminal(execTerminal{}))
 	sb := newSandbox(t, sandbox.Config{}, w.Root())

@@ -98,14 +98,7 @@ func (t shellTool) runInTerminal(ctx context.Context, callID, bash, command stri
 	out := &headTail{max: t.w.limits.OutputChars}
 	_, _ = out.Write([]byte(res.Output))
 	var b strings.Builder
-	if s := out.String(); s != "" {
-		b.WriteString(s)
-		if !strings.HasSuffix(s, "\n") {
-			b.WriteByte('\n')
-		}
-	} else {
-		b.WriteString("(no output)\n")
-	}
+	writeOutput(&b, out.String())
 	switch {
 	case ctx.Err() != nil:
 		fmt.Fprintf(&b, "[cancelled after %s (%v); the command was killed]\n", time.Since(start).Round(time.Millisecond), context.Cause(ctx))
