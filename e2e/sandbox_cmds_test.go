@@ -25,7 +25,6 @@ package e2e
 //	then killed at the end of the script.
 
 import (
-	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -33,15 +32,16 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/stoke-cli/stoke/agents/sandbox/sandboxtest"
 )
 
 // netKey keys the script's *netState.
 type netKey struct{}
 
-// netState is the listeners of netlisten and what reached them, in order.
+// netState is the listeners of netlisten.
 type netState struct {
-	tcp, udp     string // their addresses
-	conns, grams chan string
+	lb *sandboxtest.Loopback
 }
 
 func cmdNetListen(ts *testscript.TestScript, neg bool, args []string) {
@@ -49,69 +49,23 @@ func cmdNetListen(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: netlisten")
 	}
 	st := ts.Value(netKey{}).(*netState)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	lb, err := sandboxtest.Listen()
 	ts.Check(err)
-	u, err := net.ListenPacket("udp", "127.0.0.1:0")
-	ts.Check(err)
-	st.tcp, st.udp = l.Addr().String(), u.LocalAddr().String()
-	st.conns, st.grams = make(chan string, 64), make(chan string, 64)
-	done := make(chan struct{}, 2)
-	go func() {
-		defer func() { done <- struct{}{} }()
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			b := make([]byte, 1)
-			_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-			n, _ := c.Read(b)
-			c.Close()
-			st.conns <- string(b[:n])
-		}
-	}()
-	go func() {
-		defer func() { done <- struct{}{} }()
-		buf := make([]byte, 64)
-		for {
-			n, _, err := u.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			st.grams <- strings.TrimSpace(string(buf[:n]))
-		}
-	}()
-	ts.Defer(func() {
-		l.Close()
-		u.Close()
-		<-done
-		<-done
-	})
-	ts.Setenv("TCP_PORT", strconv.Itoa(l.Addr().(*net.TCPAddr).Port))
-	ts.Setenv("UDP_PORT", strconv.Itoa(u.LocalAddr().(*net.UDPAddr).Port))
+	st.lb = lb
+	ts.Defer(lb.Close)
+	for _, kv := range lb.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		ts.Setenv(k, v)
+	}
 }
 
 func cmdNetGot(ts *testscript.TestScript, neg bool, args []string) {
 	st := ts.Value(netKey{}).(*netState)
-	if len(args) != 1 || (args[0] != "tcp" && args[0] != "udp") || st.conns == nil {
+	if len(args) != 1 || (args[0] != "tcp" && args[0] != "udp") || st.lb == nil {
 		ts.Fatalf("usage: netgot tcp|udp (after netlisten)")
 	}
-	addr, ch := st.tcp, st.conns
-	if args[0] == "udp" {
-		addr, ch = st.udp, st.grams
-	}
-	c, err := net.Dial(args[0], addr)
+	got, err := st.lb.Reached(args[0])
 	ts.Check(err)
-	_, err = c.Write([]byte("S"))
-	ts.Check(err)
-	c.Close()
-	got := false
-	for m := range ch {
-		if m == "S" {
-			break
-		}
-		got = true
-	}
 	switch {
 	case got && neg:
 		ts.Fatalf("something reached the %s listener", args[0])

@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"bytes"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stoke-cli/stoke/agents/sandbox/sandboxtest"
 )
 
 // requireKernel skips a test where the kernel cannot confine commands.
@@ -124,91 +125,31 @@ func gitInit(t *testing.T, dir string) {
 	}
 }
 
-// loopback listens on a TCP and a UDP port of 127.0.0.1 and hands over what reaches
-// them, in order: a connection's first byte ("" for none), a datagram's content.
+// loopback is the test's loopback listeners (sandboxtest.Loopback), closed at its end.
 type loopback struct {
-	tcp       net.Listener
-	udp       net.PacketConn
-	connected chan string
-	datagram  chan string
+	*sandboxtest.Loopback
 }
 
-func newLoopback(t *testing.T) *loopback {
+func newLoopback(t *testing.T) loopback {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	lb, err := sandboxtest.Listen()
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	lb := &loopback{tcp: l, udp: u, connected: make(chan string, 16), datagram: make(chan string, 16)}
-	done := make(chan struct{}, 2)
-	go func() {
-		defer func() { done <- struct{}{} }()
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			b := make([]byte, 1)
-			n, _ := c.Read(b)
-			c.Close()
-			lb.connected <- string(b[:n])
-		}
-	}()
-	go func() {
-		defer func() { done <- struct{}{} }()
-		buf := make([]byte, 64)
-		for {
-			n, _, err := u.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			lb.datagram <- strings.TrimSpace(string(buf[:n]))
-		}
-	}()
-	t.Cleanup(func() {
-		l.Close()
-		u.Close()
-		<-done
-		<-done
-	})
-	return lb
+	t.Cleanup(lb.Close)
+	return loopback{lb}
 }
 
-func (lb *loopback) env() []string {
-	return []string{
-		"TCP_PORT=" + strconv.Itoa(lb.tcp.Addr().(*net.TCPAddr).Port),
-		"UDP_PORT=" + strconv.Itoa(lb.udp.LocalAddr().(*net.UDPAddr).Port),
-	}
-}
+func (lb loopback) env() []string { return lb.Env() }
 
-// reached reports whether something other than the sentinel reached a listener: the
-// test sends the sentinel itself, after the command ended, and what the command sent
-// would have been queued before it.
-func (lb *loopback) reached(t *testing.T, network string) bool {
+// reached reports whether something reached the network's listener since the last look.
+func (lb loopback) reached(t *testing.T, network string) bool {
 	t.Helper()
-	addr, ch := lb.tcp.Addr().String(), lb.connected
-	if network == "udp" {
-		addr, ch = lb.udp.LocalAddr().String(), lb.datagram
-	}
-	c, err := net.Dial(network, addr)
+	got, err := lb.Reached(network)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Write([]byte("S")); err != nil {
-		t.Fatal(err)
-	}
-	c.Close()
-	first := <-ch
-	if first == "S" {
-		return false
-	}
-	for <-ch != "S" {
-	}
-	return true
+	return got
 }
 
 // Every case runs the same script twice: unconfined (the control: it succeeds, so the
