@@ -97,9 +97,12 @@ func wrapMain(args []string) int {
 		killTree(res.pid)
 	}()
 	st := <-ended
-	// The terminal's command is over: what it left running ends with it.
-	killing.Store(true)
-	reapAll(res.pid, &killing)
+	// The terminal's command is over: what it left running ends with it (its orphans are
+	// this process's children; none left, nothing to look for).
+	if !reapZombies() {
+		killing.Store(true)
+		reapAll(res.pid, &killing)
+	}
 	if st.signum != 0 {
 		return 128 + int(st.signum)
 	}

@@ -11,10 +11,17 @@ import (
 // and seccomp filter, the guard's checks). The ratio of the two is the sandbox's cost
 // per command; the helper here is the test binary, smaller than stoke's (e2e
 // BenchmarkProcess ten-true measures the real one).
-func BenchmarkShellTrue(b *testing.B) {
+func BenchmarkShellTrue(b *testing.B) { benchShellTrue(b) }
+
+// BenchmarkShellTrueInTerminal is the same call run as an ACP client's terminal runs it
+// (execTerminal): the line as given with --sandbox off, and the wrapped line under
+// workspace-write.
+func BenchmarkShellTrueInTerminal(b *testing.B) { benchShellTrue(b, WithTerminal(execTerminal{})) }
+
+func benchShellTrue(b *testing.B, opts ...Option) {
 	for _, mode := range []sandbox.Mode{sandbox.ModeOff, sandbox.ModeWorkspaceWrite} {
 		b.Run(string(mode), func(b *testing.B) {
-			w, err := NewWorkspace(b.TempDir(), ModeYolo)
+			w, err := NewWorkspace(b.TempDir(), ModeYolo, opts...)
 			if err != nil {
 				b.Fatal(err)
 			}
