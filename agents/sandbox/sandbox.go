@@ -25,14 +25,18 @@ type Sandbox struct {
 	tmp   string // the private TMPDIR ("" for ModeOff)
 	roots []string
 	guard *guard
+	*runs // shared with the sandboxes Rooted makes
+}
 
+// runs is what a sandbox knows of the commands it ran.
+type runs struct {
 	mu     sync.Mutex
 	closed bool
 	live   map[*supervisor]struct{} // helpers still running
+	wg     sync.WaitGroup           // their reapers
 	// outside counts the wrapped commands another process runs (Wrap) that have not
 	// ended.
 	outside int
-	wg      sync.WaitGroup // their reapers
 	// dirty: processes that outlived their command have run since the guard last
 	// looked, so what changed in a protected path may be theirs.
 	dirty bool
@@ -49,7 +53,7 @@ func New(cfg Config, roots ...string) (*Sandbox, error) {
 	if cfg.Mode.Rank() < 0 {
 		return nil, fmt.Errorf("new sandbox: %w %q", ErrUnknownMode, cfg.Mode)
 	}
-	s := &Sandbox{cfg: cfg, exe: "/proc/self/exe", live: map[*supervisor]struct{}{}, guard: newGuard()}
+	s := &Sandbox{cfg: cfg, exe: "/proc/self/exe", guard: newGuard(), runs: &runs{live: map[*supervisor]struct{}{}}}
 	if self, err := os.Executable(); err == nil {
 		s.self = self
 	}
@@ -69,6 +73,30 @@ func New(cfg Config, roots ...string) (*Sandbox, error) {
 	}
 	s.tmp = realPath(tmp)
 	return s, nil
+}
+
+// Rooted returns the same run's sandbox (its TMPDIR, guard, supervisors, Close) for a
+// session whose working directories are roots instead of New's, in mode m when m
+// confines more than the run's mode: under ACP each session has its own directory, and
+// its commands may write it, not the launch's; its project's settings may narrow the
+// mode. A run with ModeOff has no TMPDIR to narrow into: its sessions stay off, and
+// ok is false when m asked for more.
+func (s *Sandbox) Rooted(m Mode, roots ...string) (_ *Sandbox, ok bool) {
+	if s == nil {
+		return nil, true
+	}
+	c := *s
+	if m.Rank() >= 0 && m.Rank() < s.cfg.Mode.Rank() {
+		if s.cfg.Mode == ModeOff {
+			return s, false
+		}
+		c.cfg.Mode, c.status.Mode = m, m
+	}
+	c.roots = nil
+	for _, r := range roots {
+		c.roots = append(c.roots, realPath(r))
+	}
+	return &c, true
 }
 
 // Status is what system/init reports.

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -432,7 +433,7 @@ func TestTimeoutKillsTheTree(t *testing.T) {
 
 // Required and unenforceable: every command is refused.
 func TestRequiredRefusesWhenUnenforced(t *testing.T) {
-	sb := &Sandbox{cfg: Config{Mode: ModeWorkspaceWrite, Required: true}, status: Status{Mode: ModeWorkspaceWrite, Reason: "no Landlock"}, live: map[*supervisor]struct{}{}, guard: newGuard()}
+	sb := &Sandbox{cfg: Config{Mode: ModeWorkspaceWrite, Required: true}, status: Status{Mode: ModeWorkspaceWrite, Reason: "no Landlock"}, runs: &runs{live: map[*supervisor]struct{}{}}, guard: newGuard()}
 	if err := sb.Check(); err == nil || !strings.Contains(err.Error(), "no Landlock") {
 		t.Errorf("Check = %v", err)
 	}
@@ -519,5 +520,46 @@ func TestWorktreeInStokeHome(t *testing.T) {
 	}
 	if o.ExitCode == 0 || strings.Contains(out.String(), "sk-secret") {
 		t.Errorf("STOKE_HOME/settings.yaml was read from the worktree: %s", out.String())
+	}
+}
+
+// A session rooted elsewhere (an ACP session in another project) writes its own
+// directory, not the launch's; it shares the run's TMPDIR and Close.
+func TestRooted(t *testing.T) {
+	requireKernel(t)
+	f := newFixture(t, Config{Mode: ModeWorkspaceWrite})
+	other := filepath.Join(f.outside, "other-project")
+	mkdir(t, other)
+	sb, ok := f.sb.Rooted(ModeWorkspaceWrite, other)
+	if !ok || sb.Mode() != ModeWorkspaceWrite {
+		t.Fatalf("Rooted(workspace-write) = %s, %v", sb.Mode(), ok)
+	}
+	if ro, _ := f.sb.Rooted(ModeReadOnly, other); ro.Mode() != ModeReadOnly || f.sb.Mode() != ModeWorkspaceWrite {
+		t.Errorf("a project's read-only: rooted %s, the run's %s; want read-only, workspace-write", ro.Mode(), f.sb.Mode())
+	}
+	if wide, _ := f.sb.Rooted(ModeOff, other); wide.Mode() != ModeWorkspaceWrite {
+		t.Errorf("a project's off widened the session to %s", wide.Mode())
+	}
+	if sb.TempDir() != f.sb.TempDir() {
+		t.Errorf("TMPDIR %s, want the run's %s", sb.TempDir(), f.sb.TempDir())
+	}
+	var out bytes.Buffer
+	script := `echo x > made; echo y > "$LAUNCH/planted"; cat made`
+	o, err := sb.Run(t.Context(), Request{Root: other, Args: []string{bash(t), "-c", script},
+		Env: f.env("LAUNCH=" + f.ws), Output: &out, Timeout: time.Minute, WaitDelay: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.ExitCode != 0 || !strings.HasSuffix(out.String(), "x\n") {
+		t.Errorf("the session's own directory is not writable: %+v %s", o, out.String())
+	}
+	if exists(filepath.Join(f.ws, "planted"))() {
+		t.Errorf("a session rooted in %s wrote the launch's directory %s", other, f.ws)
+	}
+	if _, err := f.sb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.Check(); !errors.Is(err, ErrClosed) {
+		t.Errorf("after the run's Close, the rooted sandbox's Check = %v, want ErrClosed", err)
 	}
 }

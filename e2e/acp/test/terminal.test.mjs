@@ -75,11 +75,15 @@ test("the shell tool runs in the client's terminal when it offers terminals", { 
   assert.equal((await s.exited).code, 0, s.stderr.join(""));
 });
 
-// outside runs acp-shell-outside.yaml (the command writes beside the project, outside
-// the workspace) with stoke's args, the client offering terminals or not; it returns the
-// terminals created, the parent's text and whether the write happened.
-async function outside(t, { args = [], terminal }) {
+// outside runs acp-shell-outside.yaml (the command writes ../outside.txt, outside the
+// workspace) with stoke's args, the client offering terminals or not, in a session in
+// the launch directory or in another project (elsewhere: ../outside.txt is then in the
+// launch directory); it returns the terminals created, the parent's text and whether
+// the write happened.
+async function outside(t, { args = [], terminal, elsewhere = false }) {
   const w = workspace(t);
+  const cwd = elsewhere ? w.dir("project/other") : w.project;
+  const target = join(cwd, "..", "outside.txt");
   const term = terminals();
   const created = [];
   const s = start(t, w, "acp-shell-outside.yaml", {
@@ -88,13 +92,13 @@ async function outside(t, { args = [], terminal }) {
     handlers: terminal ? { terminal: { ...term.handlers, create: (p) => (created.push(p), term.handlers.create(p)) } } : {},
   });
   await s.initialize();
-  const { sessionId: id } = await s.agent.request("session/new", { cwd: w.project, mcpServers: [] });
+  const { sessionId: id } = await s.agent.request("session/new", { cwd, mcpServers: [] });
   await s.agent.request("session/set_mode", { sessionId: id, modeId: "yolo" });
   assert.equal((await s.agent.request("session/prompt", { sessionId: id, prompt: [{ type: "text", text: "Write outside" }] })).stopReason, "end_turn");
   const said = text(s.updates(id));
   await s.stop();
   assert.equal((await s.exited).code, 0, s.stderr.join(""));
-  return { created, said, planted: existsSync(join(w.root, "outside.txt")) };
+  return { created, said, planted: existsSync(target) };
 }
 
 for (const terminal of [true, false]) {
@@ -116,3 +120,17 @@ for (const terminal of [true, false]) {
     if (terminal) assert.equal(on.created.length, 1, "the command ran in the client's terminal");
   });
 }
+
+// A session in another directory has its own workspace: its commands may not write the
+// directory stoke was launched in.
+test("a session in another directory cannot write the launch directory; --sandbox off can", { timeout: 60_000 }, async (t) => {
+  if (!support.enforced) {
+    t.skip(`the sandbox cannot be enforced on this kernel: ${support.reason}`);
+    return;
+  }
+  const off = await outside(t, { args: ["--sandbox", "off"], terminal: false, elsewhere: true });
+  assert.ok(off.planted, `control: with --sandbox off the write happens: ${off.said}`);
+  const on = await outside(t, { terminal: false, elsewhere: true });
+  assert.ok(!on.planted, `sandboxed, a session in another directory wrote the launch directory: ${on.said}`);
+  assert.match(on.said, /\[sandbox workspace-write: commands write only in the workspace and \$TMPDIR/);
+});
