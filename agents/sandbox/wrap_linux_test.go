@@ -97,7 +97,7 @@ func TestWrapEndsWithItsCommand(t *testing.T) {
 func TestWrapKilled(t *testing.T) {
 	requireKernel(t)
 	f := newFixture(t, Config{Mode: ModeWorkspaceWrite})
-	cmd := f.wrapCmd(t, `sleep 300 >/dev/null 2>&1 & echo $! > bg.pid; exec sleep 301`)
+	cmd := f.wrapCmd(t, `sleep 300 >/dev/null 2>&1 & echo $! > bg.tmp && mv bg.tmp bg.pid; exec sleep 301`)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
