@@ -23,32 +23,46 @@ func requireSandbox(t *testing.T) {
 }
 
 // A refusal by the sandbox ends the result with one line naming the sandbox and the
-// flag that widens it; the guard's repairs are said too.
+// flag that widens it; the guard's repairs are said too. The same holds for the commands
+// an ACP client runs in its terminal (execTerminal): the line is the sandbox's wrapper,
+// and the guard and the hint work around it.
 func TestShellSandboxSaysSo(t *testing.T) {
 	t.Parallel()
 	requireSandbox(t)
-	outside := t.TempDir()
-	w := newWorkspace(t, ModeYolo, map[string]string{".git/config": "[core]\n"})
-	w = w.With(WithSandbox(newSandbox(t, sandbox.Config{}, w.Root())))
-	tests := []struct {
-		name, command, want string
-		isError             bool
-	}{
-		{"write outside", "echo x > " + filepath.Join(outside, "f"), "[sandbox workspace-write: commands write only in the workspace and $TMPDIR, not " + filepath.Join(outside, "f") + "; --sandbox-writable DIR (a flag or the home settings) lets them write DIR]", true},
-		{"network", "exec 3<>/dev/tcp/127.0.0.1/9", "--sandbox-network lets them use it]", true},
-		{"guard", "echo '[core] fsmonitor = x' >> .git/config", "stoke put back .git/config]", false},
-		{"a plain failure says nothing", "exit 3", "[exit code 3]", true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			res := call(t, w, NameShell, obj{"command": tt.command})
-			if !strings.HasSuffix(res.Content, tt.want) || res.IsError != tt.isError {
-				t.Errorf("shell(%q) = %q (error %v), want it to end with %q", tt.command, res.Content, res.IsError, tt.want)
+	for _, way := range []struct {
+		name string
+		opts []Option
+	}{{"stoke's own", nil}, {"a terminal's", []Option{WithTerminal(execTerminal{})}}} {
+		t.Run(way.name, func(t *testing.T) {
+			t.Parallel()
+			outside := t.TempDir()
+			w := newWorkspace(t, ModeYolo, map[string]string{".git/config": "[core]\n"}, way.opts...)
+			sb := newSandbox(t, sandbox.Config{}, w.Root())
+			w = w.With(WithSandbox(sb))
+			tests := []struct {
+				name, command, want string
+				isError             bool
+			}{
+				{"write outside", "echo x > " + filepath.Join(outside, "f"), "[sandbox workspace-write: commands write only in the workspace and $TMPDIR, not " + filepath.Join(outside, "f") + "; --sandbox-writable DIR (a flag or the home settings) lets them write DIR]", true},
+				{"network", "exec 3<>/dev/tcp/127.0.0.1/9", "--sandbox-network lets them use it]", true},
+				{"guard", "echo '[core] fsmonitor = x' >> .git/config", "stoke put back .git/config]", false},
+				{"write inside", "echo x > f && cat f", "x\n[exit code 0]", false},
+				{"its TMPDIR, not the terminal's environment", "test \"$TMPDIR\" = " + sb.TempDir() + " && echo x > \"$TMPDIR/f\" && echo ${TERMINAL_ONLY:-unset}", "unset\n[exit code 0]", false},
+				{"a plain failure says nothing", "exit 3", "(no output)\n[exit code 3]", true},
+			}
+			for _, tt := range tests {
+				res := call(t, w, NameShell, obj{"command": tt.command})
+				if !strings.HasSuffix(res.Content, tt.want) || res.IsError != tt.isError {
+					t.Errorf("%s: shell(%q) = %q (error %v), want it to end with %q", tt.name, tt.command, res.Content, res.IsError, tt.want)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(outside, "f")); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("the write outside the workspace happened (stat: %v)", err)
+			}
+			if got := readBack(t, w, ".git/config"); got != "[core]\n" {
+				t.Errorf(".git/config = %q", got)
 			}
 		})
-	}
-	if got := readBack(t, w, ".git/config"); got != "[core]\n" {
-		t.Errorf(".git/config = %q", got)
 	}
 }
 
@@ -106,40 +120,4 @@ func (execTerminal) Run(ctx context.Context, req TerminalRequest) (TerminalResul
 		return TerminalResult{}, err
 	}
 	return TerminalResult{Output: string(out), ExitCode: cmd.ProcessState.ExitCode()}, nil
-}
-
-// The commands an ACP client runs in its terminal are confined as stoke's own are: the
-// command line is the sandbox's wrapper, and the guard and the hint work around it.
-func TestShellSandboxInTerminal(t *testing.T) {
-	t.Parallel()
-	requireSandbox(t)
-	outside := t.TempDir()
-	w := newWorkspace(t, ModeYolo, map[string]string{".git/config": "[core]\n"}, WithTerminal(execTerminal{}))
-	sb := newSandbox(t, sandbox.Config{}, w.Root())
-	w = w.With(WithSandbox(sb))
-	tests := []struct {
-		name, command, want string
-		isError             bool
-	}{
-		{"write outside", "echo x > " + filepath.Join(outside, "f"), "--sandbox-writable DIR (a flag or the home settings) lets them write DIR]", true},
-		{"network", "exec 3<>/dev/tcp/127.0.0.1/9", "--sandbox-network lets them use it]", true},
-		{"guard", "echo '[core] fsmonitor = x' >> .git/config", "stoke put back .git/config]", false},
-		{"write inside", "echo x > f && cat f", "x\n[exit code 0]", false},
-		{"its TMPDIR", "test \"$TMPDIR\" = " + sb.TempDir() + " && echo x > \"$TMPDIR/f\" && echo ${TERMINAL_ONLY:-unset}", "unset\n[exit code 0]", false},
-		{"its status", "exit 3", "(no output)\n[exit code 3]", true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			res := call(t, w, NameShell, obj{"command": tt.command})
-			if !strings.HasSuffix(res.Content, tt.want) || res.IsError != tt.isError {
-				t.Errorf("shell(%q) = %q (error %v), want it to end with %q", tt.command, res.Content, res.IsError, tt.want)
-			}
-		})
-	}
-	if _, err := os.Stat(filepath.Join(outside, "f")); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("the write outside the workspace happened (stat: %v)", err)
-	}
-	if got := readBack(t, w, ".git/config"); got != "[core]\n" {
-		t.Errorf(".git/config = %q", got)
-	}
 }
