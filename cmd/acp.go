@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
+	"github.com/stoke-cli/stoke/agents/sandbox"
 	"github.com/stoke-cli/stoke/headless"
 	"github.com/stoke-cli/stoke/headless/acp"
 )
@@ -53,7 +54,8 @@ func serveACP(deps *Deps, flags *pflag.FlagSet, home string, logger *slog.Logger
 // what comes from cwd's project taken from cwd's settings as a run started there would
 // take them (a project may only narrow what it is not trusted with): the approval mode,
 // the background caps and policy, hooks, trust, the MCP servers, model aliases, the
-// secrets policy. The provider and model stay the launch's.
+// secrets policy, the sandbox's mode. The provider and model stay the launch's; so does
+// the sandbox, rooted in cwd (its TMPDIR and flags are the launch's).
 func sessionOptions(base headless.Options, deps *Deps, flags *pflag.FlagSet, home, cwd string, logger *slog.Logger) (headless.Options, error) {
 	if cwd == base.CWD {
 		return base, nil
@@ -80,5 +82,12 @@ func sessionOptions(base headless.Options, deps *Deps, flags *pflag.FlagSet, hom
 	o.BackgroundAgents, o.Bare, o.TrustProject = !cfg.NoBackgroundAgents, cfg.Bare, cfg.Trusted
 	o.Hooks, o.ModelAliases, o.MCP = cfg.Hooks, cfg.ModelAliases, mcpOpts
 	o.Secrets = cfg.secretsPolicy(deps.LookupEnv, deps.environ())
+	// Its commands write cwd, not the launch's directory; cwd's project may narrow the mode.
+	mode, _ := sandbox.ParseMode(cfg.Sandbox)
+	sb, ok := base.Sandbox.Rooted(mode, cwd)
+	if !ok {
+		log.Warn("the project's sandbox mode does not apply: stoke was launched with --sandbox off", "sandbox", cfg.Sandbox)
+	}
+	o.Sandbox = sb
 	return o, nil
 }

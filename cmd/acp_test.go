@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/stoke-cli/stoke/agents/sandbox"
 	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/headless"
 )
@@ -107,19 +108,29 @@ func TestACPSessionOptions(t *testing.T) {
 	t.Parallel()
 	p := newTestProcess(t)
 	other := t.TempDir()
-	writeFile(t, filepath.Join(other, ".stoke", "settings.yaml"), "approval-mode: plan\nbackground-on-exit: cancel\n")
+	writeFile(t, filepath.Join(other, ".stoke", "settings.yaml"), "approval-mode: plan\nbackground-on-exit: cancel\nsandbox: read-only\n")
 	deps, _, _ := p.deps()
 	root := NewRootCmd(deps, nil)
 	if err := root.ParseFlags([]string{"--acp", "--approval-mode", "auto-edit"}); err != nil {
 		t.Fatal(err)
 	}
-	base := headless.Options{CWD: p.cwd, ApprovalMode: tools.ModeAutoEdit, ModelName: "m"}
+	sb, err := sandbox.New(sandbox.Config{TempRoot: t.TempDir()}, p.cwd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = sb.Close() })
+	base := headless.Options{CWD: p.cwd, ApprovalMode: tools.ModeAutoEdit, ModelName: "m", Sandbox: sb}
 	home := filepath.Join(p.userHome, ".stoke")
 	check := func(flags *pflag.FlagSet, cwd string, want tools.Mode, policy headless.BackgroundPolicy) {
 		t.Helper()
 		got, err := sessionOptions(base, deps, flags, home, cwd, slog.New(slog.DiscardHandler))
 		if err != nil {
 			t.Fatal(err)
+		}
+		// The sandbox is the launch's in the launch directory, rooted in cwd (and
+		// narrowed by its project) elsewhere.
+		if wantSB := sandbox.ModeReadOnly; (cwd == p.cwd) != (got.Sandbox == sb) || (cwd != p.cwd && got.Sandbox.Mode() != wantSB) {
+			t.Fatalf("session in %s: sandbox %p (%s); the launch's is %p", cwd, got.Sandbox, got.Sandbox.Mode(), sb)
 		}
 		if got.CWD != cwd || got.ApprovalMode != want || got.BackgroundOnExit != policy || got.ModelName != "m" {
 			t.Fatalf("session in %s: cwd %s, mode %s, policy %s, model %q; want %s, %s, %s, the launch's", cwd, got.CWD, got.ApprovalMode, got.BackgroundOnExit, got.ModelName, cwd, want, policy)

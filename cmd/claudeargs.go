@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/stoke-cli/stoke/agents"
+	"github.com/stoke-cli/stoke/agents/sandbox"
 	"github.com/stoke-cli/stoke/agents/tools"
 )
 
@@ -111,7 +112,7 @@ func normalizeArgs(root *cobra.Command, args []string, env argEnv) ([]string, er
 				switch {
 				case hasVal:
 					out = append(out, "--"+name+"="+*val)
-				case optionalTakesNext(fl) && last && i+1 < len(args) && promptWord(args[i+1]):
+				case optionalTakesNext(fl) && last && i+1 < len(args) && promptWord(args[i+1]) && takesWord(name, args[i+1]):
 					i++ // Claude Code's `--worktree name`: an optional value may be the next word
 					out = append(out, "--"+name+"="+args[i])
 				default:
@@ -194,6 +195,17 @@ func hasValueIn(a string) bool {
 // its value, as Claude Code's parser does for `--worktree [name]`.
 func optionalTakesNext(fl *pflag.Flag) bool {
 	return !isBool(fl) && fl.NoOptDefVal != ""
+}
+
+// takesWord reports whether the next word is the optional value of the flag name: any
+// word for --worktree; for --sandbox (Qwen Code's boolean, stoke's mode) only a mode, so
+// that `stoke --sandbox "fix it"` keeps its prompt and `--sandbox read-only` its mode.
+func takesWord(name, word string) bool {
+	if name != "sandbox" {
+		return true
+	}
+	_, err := sandbox.ParseMode(word)
+	return err == nil
 }
 
 // isBool reports whether fl is a boolean flag.

@@ -13,6 +13,7 @@ import (
 	"github.com/stoke-cli/stoke/agents/hooks"
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/llm/price"
+	"github.com/stoke-cli/stoke/agents/sandbox"
 	"github.com/stoke-cli/stoke/agents/secrets"
 	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/cmd/internal/settingsfile"
@@ -51,6 +52,9 @@ type Config struct {
 	TraceFile          string                    `mapstructure:"trace-file"`
 	Report             string                    `mapstructure:"report"`
 	Progress           string                    `mapstructure:"progress"`
+	Sandbox            string                    `mapstructure:"sandbox"`
+	SandboxNetwork     bool                      `mapstructure:"sandbox-network"`
+	SandboxRequired    bool                      `mapstructure:"sandbox-required"`
 
 	// Per-run values: flags and STOKE_* environment only; a settings file cannot set them.
 	Prompt         string        `mapstructure:"prompt"`
@@ -76,6 +80,9 @@ type Config struct {
 	// and the projects whose settings are read in full.
 	EnvDeny         []string `mapstructure:"-"`
 	TrustedProjects []string `mapstructure:"-"`
+	// The sandbox's lists of the home settings (absolute paths); the flags add to them.
+	SandboxWritable []string `mapstructure:"-"`
+	SandboxDenyRead []string `mapstructure:"-"`
 
 	// Trusted: the project's settings and agent files were taken in full, because of
 	// --trust-project or trusted-projects. Without it project scope can only narrow.
@@ -164,6 +171,8 @@ type setting struct {
 	narrower func(v, base any) bool
 	// why says what the key does, for the warning when a project's value is dropped.
 	why string
+	// strict: a scopeNarrow key a trusted project may only narrow too.
+	strict bool
 }
 
 // settings lists every configuration key, with the scope a project may set it in
@@ -211,6 +220,13 @@ func settings() []setting {
 		{key: "model-aliases", kind: kindMap, scope: scopeAny},
 		{key: "env-deny", kind: kindList, scope: scopeHome},
 		{key: "trusted-projects", kind: kindList, scope: scopeHome},
+		// The sandbox (README: Sandbox): a project may only narrow the mode; what widens
+		// it is the user's alone, trusted project or not.
+		{key: "sandbox", kind: kindString, flag: true, def: string(sandbox.ModeWorkspaceWrite), scope: scopeNarrow, narrower: narrowerSandbox, strict: true},
+		{key: "sandbox-network", kind: kindBool, flag: true, def: false, scope: scopeHome},
+		{key: "sandbox-required", kind: kindBool, flag: true, def: false, scope: scopeHome},
+		{key: "sandbox-writable", kind: kindList, scope: scopeHome},
+		{key: "sandbox-deny-read", kind: kindList, scope: scopeHome},
 	}
 }
 
@@ -355,7 +371,17 @@ func enumValues() map[string][]string {
 		"approval-mode":      names(tools.Modes()),
 		"background-on-exit": names(headless.BackgroundPolicies()),
 		"progress":           progress.Modes(),
+		"sandbox":            names(sandbox.Modes()),
 	}
+}
+
+// canonicalSandbox returns the sandbox mode with Qwen Code's boolean spellings (true,
+// false) replaced by the modes they stand for; an unknown value stays as it is.
+func (c *Config) canonicalSandbox() string {
+	if m, err := sandbox.ParseMode(c.Sandbox); err == nil {
+		c.Sandbox = string(m)
+	}
+	return c.Sandbox
 }
 
 // validate checks enums and ranges, canonicalises the session id and returns the log
@@ -368,6 +394,7 @@ func (c *Config) validate() (slog.Level, error) {
 		{"approval-mode", string(c.ApprovalMode)},
 		{"background-on-exit", string(c.BackgroundOnExit)},
 		{"progress", c.Progress},
+		{"sandbox", c.canonicalSandbox()},
 	}
 	words := enumValues()
 	for _, e := range enums {

@@ -225,7 +225,7 @@ func TestStokeHomeSettings(t *testing.T) {
 	t.Parallel()
 	p := newTestProcess(t)
 	p.homeSettings(t, "model: default-home\n")
-	p.env["STOKE_HOME"] = filepath.Join(p.cwd, "state")
+	p.env["STOKE_HOME"] = filepath.Join(p.userHome, "state")
 	p.homeSettings(t, "model: stoke-home\ntimeout: 90s\nno-background-agents: true\n")
 	cfg, err := p.config(t)
 	if err != nil {

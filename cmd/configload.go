@@ -87,6 +87,7 @@ func loadConfig(v *viper.Viper, in configInput) (*Config, []ignoredKey, error) {
 	}
 	cfg.Prices, cfg.Hooks, cfg.MCPServers, cfg.ModelAliases = files.prices, files.hooks, files.mcpServers, files.modelAliases
 	cfg.EnvDeny, cfg.TrustedProjects = files.lists["env-deny"], files.lists["trusted-projects"]
+	cfg.SandboxWritable, cfg.SandboxDenyRead = files.lists["sandbox-writable"], files.lists["sandbox-deny-read"]
 	cfg.Trusted = files.trusted
 	cfg.sources = sources
 	return &cfg, files.ignored, nil
@@ -108,7 +109,7 @@ type settingsFiles struct {
 	hooks        hooks.Config
 	mcpServers   map[string]any
 	modelAliases map[string]string
-	lists        map[string][]string // env-deny, trusted-projects
+	lists        map[string][]string // env-deny, trusted-projects, sandbox-writable, sandbox-deny-read
 	// trusted: the project's settings and agent files are taken in full (--trust-project,
 	// STOKE_TRUST_PROJECT or trusted-projects), and --bare is not given.
 	trusted bool

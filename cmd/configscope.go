@@ -114,6 +114,10 @@ func narrowProject(path string, m, home map[string]any, all []setting, trusted b
 			if !ok {
 				base = s.def
 			}
+			if s.strict && !s.narrower(val, base) {
+				ignored = append(ignored, ignoredKey{path, k, fmt.Sprintf("a project may only narrow it, trusted or not: %v is wider than %v", val, base)})
+				continue
+			}
 			if !trusted && !s.narrower(val, base) {
 				ignored = append(ignored, ignoredKey{path, k, fmt.Sprintf("%s and may only narrow it: %v is wider than %v", untrusted, val, base)})
 				continue
@@ -133,16 +137,17 @@ func narrowProject(path string, m, home map[string]any, all []setting, trusted b
 	return out, ignored
 }
 
-// homeLists decodes the list keys of the home settings. A trusted-projects entry that is
-// not an absolute path is dropped with a warning.
+// homeLists decodes the list keys of the home settings. A trusted-projects,
+// sandbox-writable or sandbox-deny-read entry that is not an absolute path is dropped
+// with a warning.
 func homeLists(path string, home map[string]any) (map[string][]string, []ignoredKey) {
 	out := map[string][]string{}
 	var ignored []ignoredKey
-	for _, key := range []string{"env-deny", "trusted-projects"} {
+	for _, key := range append([]string{"env-deny", "trusted-projects"}, sandboxLists()...) {
 		items, _ := home[key].([]any)
 		for _, it := range items {
 			s := strings.TrimSpace(fmt.Sprint(it))
-			if key == "trusted-projects" && !filepath.IsAbs(s) {
+			if key != "env-deny" && !filepath.IsAbs(s) {
 				ignored = append(ignored, ignoredKey{path, key, fmt.Sprintf("%q is not an absolute path", s)})
 				continue
 			}

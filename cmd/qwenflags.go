@@ -13,8 +13,8 @@ import (
 // Qwen Code's flags, as its SDK (@qwen-code/sdk) starts its executable:
 // `--input-format stream-json --output-format stream-json --channel=SDK` and one flag per
 // option (docs/sdk.md). The ones Claude Code shares (--model, --system-prompt,
-// --allowed-tools, --resume, ...) are declared in claudeflags.go; --approval-mode is
-// stoke's own. These are hidden, and those stoke does not honour are accepted with one
+// --allowed-tools, --resume, ...) are declared in claudeflags.go; --approval-mode and
+// --sandbox (Qwen Code's boolean: its bare form is the default mode) are stoke's own. These are hidden, and those stoke does not honour are accepted with one
 // warning each.
 func qwenFlags() []claudeFlag {
 	return []claudeFlag{
@@ -29,7 +29,6 @@ func qwenFlags() []claudeFlag {
 		{name: "extensions", typ: flagList, ignored: "stoke has no extensions"},
 		{name: "allowed-mcp-server-names", typ: flagList, ignored: "every configured MCP server runs"},
 		{name: "proxy", typ: flagString, ignored: "set HTTPS_PROXY in the environment"},
-		{name: "sandbox", typ: flagBool, ignored: "stoke runs no sandbox"},
 		{name: "insecure", typ: flagBool, ignored: "TLS certificates are always verified"},
 		{name: "disabled-slash-commands", typ: flagList, ignored: "stoke has no slash commands"},
 	}

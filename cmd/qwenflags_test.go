@@ -34,8 +34,9 @@ func TestQwenFlags(t *testing.T) {
 			approval: "default", want: qwen(sdkhost.Options{Tools: []string{"read_file", "shell", "grep"}})},
 		{name: "exclude and allowed tools in Qwen Code's names", args: []string{"--exclude-tools", "write_file,run_shell_command(rm *)", "--allowed-tools", "run_shell_command(git status),Read"},
 			approval: "default", want: qwen(sdkhost.Options{DisallowedTools: []string{"write_file", "shell(rm *)"}, AllowedTools: []string{"shell(git status)", "read_file"}})},
-		{name: "flags stoke does not honour warn", args: []string{"--auth-type", "openai", "--max-tool-calls", "5", "--sandbox"}, approval: "default",
-			want: qwen(sdkhost.Options{}), warns: []string{"flag=--auth-type", "flag=--max-tool-calls", "flag=--sandbox"}},
+		{name: "flags stoke does not honour warn", args: []string{"--auth-type", "openai", "--max-tool-calls", "5", "--insecure"}, approval: "default",
+			want: qwen(sdkhost.Options{}), warns: []string{"flag=--auth-type", "flag=--max-tool-calls", "flag=--insecure"}},
+		{name: "--sandbox is honoured: the default mode", args: []string{"--sandbox"}, approval: "default", want: qwen(sdkhost.Options{})},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/stoke-cli/stoke/agents"
 	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/sandbox"
 	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/headless"
 	"github.com/stoke-cli/stoke/headless/progress"
@@ -70,8 +71,13 @@ func (d *Deps) environ() []string {
 // RunFunc runs one headless session. It is headless.Run outside tests.
 type RunFunc func(ctx context.Context, opts headless.Options) error
 
-// Execute runs stoke with the process's arguments and returns its exit code.
+// Execute runs stoke with the process's arguments and returns its exit code. Started
+// as the sandbox's helper (sandbox.HelperArg), it supervises one command instead, before
+// anything else is set up.
 func Execute() int {
+	if sandbox.IsHelper(os.Args) {
+		return sandbox.HelperMain()
+	}
 	deps := &Deps{
 		In:              os.Stdin,
 		Out:             os.Stdout,
@@ -198,6 +204,7 @@ trusted (--trust-project, or trusted-projects in $STOKE_HOME/settings.yaml).`,
 	})
 
 	addRunFlags(cmd.Flags())
+	addSandboxFlags(cmd.Flags())
 	addACPFlags(cmd.Flags())
 	addMCPFlags(cmd.Flags())
 	addRecordFlags(cmd.Flags())

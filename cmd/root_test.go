@@ -14,6 +14,7 @@ import (
 
 	"github.com/stoke-cli/stoke/agents"
 	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/sandbox"
 	"github.com/stoke-cli/stoke/agents/store"
 	"github.com/stoke-cli/stoke/headless"
 )
@@ -203,6 +204,9 @@ func TestVersion(t *testing.T) {
 	if strings.Count(got.stdout, "\n") != 1 {
 		t.Errorf("version --json printed %q, want one line", got.stdout)
 	}
+	if want := sandbox.Probe(); info.Sandbox != want || !strings.Contains(got.stdout, `"sandbox":{"landlock_abi":`) {
+		t.Errorf("version --json sandbox = %+v, want this machine's %+v", info.Sandbox, want)
+	}
 }
 
 func TestListCommandsReadDisk(t *testing.T) {
@@ -266,7 +270,7 @@ func TestListCommandsReadDisk(t *testing.T) {
 func TestListCommandsHooks(t *testing.T) {
 	t.Parallel()
 	p := newTestProcess(t)
-	p.env["STOKE_HOME"] = filepath.Join(p.cwd, "state")
+	p.env["STOKE_HOME"] = filepath.Join(p.userHome, "state")
 
 	t.Run("sessions", func(t *testing.T) {
 		t.Parallel()

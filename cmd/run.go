@@ -82,6 +82,11 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, args []strin
 	if err != nil {
 		return err
 	}
+	sb, err := newSandbox(cfg, flags, deps, cwd, home, logger)
+	if err != nil {
+		return err
+	}
+	defer closeSandbox(sb, logger)
 
 	sessionID := cfg.SessionID
 	if sessionID == "" && (cfg.Resume == "" && !cfg.Continue || cfg.ForkSession) {
@@ -119,6 +124,7 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, args []strin
 		Bare:             cfg.Bare,
 		TrustProject:     cfg.Trusted,
 		Secrets:          cfg.secretsPolicy(deps.LookupEnv, deps.environ()),
+		Sandbox:          sb,
 		Prices:           price.Default().With(cfg.Prices),
 		Report:           absPath(cwd, cfg.Report),
 		Hooks:            cfg.Hooks,
@@ -288,19 +294,40 @@ func readStdin(ctx context.Context, r io.Reader, wait time.Duration) (data strin
 	}
 }
 
-// stokeHome is $STOKE_HOME (relative to cwd when relative), else ~/.stoke.
+// stokeHome is $STOKE_HOME (relative to cwd when relative), else ~/.stoke. A home inside
+// the working directory is refused (ErrUsage): the checkout's own files would then be
+// read as the user's settings — as when cwd is $HOME and STOKE_HOME is unset, where the
+// project's .stoke/settings.yaml is ~/.stoke/settings.yaml.
 func stokeHome(deps *Deps, cwd string) (string, error) {
+	var home, src string
 	if h, ok := deps.LookupEnv("STOKE_HOME"); ok && h != "" {
 		if !filepath.IsAbs(h) {
 			h = filepath.Join(cwd, h)
 		}
-		return filepath.Clean(h), nil
+		home, src = filepath.Clean(h), "STOKE_HOME"
+	} else {
+		dir, err := deps.UserHomeDir()
+		if err != nil || dir == "" {
+			return "", usageErrorf("cannot find the home directory: set STOKE_HOME")
+		}
+		home, src = filepath.Join(dir, ".stoke"), "~/.stoke (STOKE_HOME is not set)"
 	}
-	dir, err := deps.UserHomeDir()
-	if err != nil || dir == "" {
-		return "", usageErrorf("cannot find the home directory: set STOKE_HOME")
+	if within(resolved(cwd), resolved(home)) {
+		return "", usageErrorf("%s, %s, lies inside the working directory %s, whose files would be read as your own settings: set STOKE_HOME to a directory outside it", src, home, cwd)
 	}
-	return filepath.Join(dir, ".stoke"), nil
+	return home, nil
+}
+
+// resolved returns p with the symbolic links of the part that exists resolved.
+func resolved(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	dir, base := filepath.Split(filepath.Clean(p))
+	if dir = filepath.Clean(dir); dir == p || dir == "." || dir == string(filepath.Separator) {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(resolved(dir), base)
 }
 
 // absPath is path made absolute against cwd ("" stays "").

@@ -17,11 +17,12 @@ import (
 	"github.com/stoke-cli/stoke/agents/llm/openai"
 	"github.com/stoke-cli/stoke/agents/llm/retry"
 	"github.com/stoke-cli/stoke/agents/llm/scripted"
+	"github.com/stoke-cli/stoke/agents/sandbox"
 	"github.com/stoke-cli/stoke/headless"
 )
 
 // ignoreWiring leaves out of comparisons the Options fields that are objects, not values.
-var ignoreWiring = cmpopts.IgnoreFields(headless.Options{}, "Stdin", "Stdout", "Logger", "Model", "Prices", "Secrets", "Observe")
+var ignoreWiring = cmpopts.IgnoreFields(headless.Options{}, "Stdin", "Stdout", "Logger", "Model", "Prices", "Secrets", "Observe", "Sandbox")
 
 func TestOptionsFromFlags(t *testing.T) {
 	t.Parallel()
@@ -130,8 +131,39 @@ func TestOptionsDefaults(t *testing.T) {
 	if d := cmp.Diff(want, *got.opts, ignoreWiring); d != "" {
 		t.Errorf("Options (-want +got):\n%s", d)
 	}
-	if got.stderr != "" {
+	if got.stderr != "" && sandbox.Probe().Enforced {
 		t.Errorf("stderr = %q, want nothing at the default log level", got.stderr)
+	}
+	if sb := got.opts.Sandbox; sb == nil || sb.Mode() != sandbox.ModeWorkspaceWrite {
+		t.Errorf("Sandbox = %v, want the default workspace-write", sb)
+	}
+}
+
+// A STOKE_HOME inside the working directory would make the checkout's files the user's
+// settings: refused, whichever command reads it.
+func TestHomeInsideWorkingDirectory(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		set  func(p *testProcess)
+		args []string
+	}{
+		{"STOKE_HOME below cwd", func(p *testProcess) { p.env["STOKE_HOME"] = "state" }, []string{"-p", "hi"}},
+		{"cwd is the home, STOKE_HOME unset", func(p *testProcess) { p.cwd = p.userHome }, []string{"-p", "hi"}},
+		{"cwd's .stoke is STOKE_HOME", func(p *testProcess) { p.env["STOKE_HOME"] = filepath.Join(p.cwd, ".stoke") }, []string{"sessions", "list"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p := newTestProcess(t)
+			p.env["OPENAI_API_KEY"] = "sk-test"
+			tt.set(p)
+			got := p.run(t, tt.args...)
+			if got.code != 2 || got.opts != nil || strings.Count(got.stderr, "\n") != 1 ||
+				!strings.Contains(got.stderr, "lies inside the working directory") || !strings.Contains(got.stderr, "set STOKE_HOME to a directory outside it") {
+				t.Errorf("exit %d, stderr %q", got.code, got.stderr)
+			}
+		})
 	}
 }
 
@@ -236,12 +268,12 @@ func TestHomeFromEnvironment(t *testing.T) {
 	t.Parallel()
 	p := newTestProcess(t)
 	p.env["OPENAI_API_KEY"] = "sk-test"
-	p.env["STOKE_HOME"] = "state" // relative to the working directory
+	p.env["STOKE_HOME"] = "../state" // relative to the working directory
 	got := p.run(t, "-p", "hi")
 	if got.code != 0 || got.opts == nil {
 		t.Fatalf("exit code %d, stderr %q", got.code, got.stderr)
 	}
-	if want := filepath.Join(p.cwd, "state"); got.opts.Home != want {
+	if want := filepath.Join(filepath.Dir(p.cwd), "state"); got.opts.Home != want {
 		t.Errorf("Home = %q, want %q", got.opts.Home, want)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/stoke-cli/stoke/agents/sandbox"
 )
 
 // BuildInfo is what `stoke version` reports: the module version, and the VCS stamp the Go
@@ -23,6 +25,8 @@ type BuildInfo struct {
 	Go       string `json:"go"`
 	OS       string `json:"os"`
 	Arch     string `json:"arch"`
+	// Sandbox is what this machine's kernel offers the sandbox (README: Sandbox).
+	Sandbox sandbox.Support `json:"sandbox"`
 }
 
 // readBuildInfo fills a BuildInfo from the binary's build information.
@@ -54,11 +58,13 @@ func NewCmdVersion(deps *Deps) *cobra.Command {
 		Short: "Print stoke's version, the commit it was built from, and the Go version",
 		Long: `Print stoke's version and build information: the module version, the VCS
 revision, commit time and modified flag that the Go toolchain stamps into a binary
-built from a git checkout, and the Go version and platform. --json prints one object:
-{version, module, revision, time, modified, go, os, arch}.`,
+built from a git checkout, the Go version and platform, and what this machine's kernel
+offers the sandbox. --json prints one object: {version, module, revision, time,
+modified, go, os, arch, sandbox: {landlock_abi, seccomp, enforced, reason}}.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			info := readBuildInfo(deps.Version)
+			info.Sandbox = sandbox.Probe()
 			if asJSON {
 				b, err := json.Marshal(info)
 				if err != nil {
@@ -82,12 +88,22 @@ built from a git checkout, and the Go version and platform. --json prints one ob
 			if info.Time != "" {
 				fmt.Fprintf(&b, "time:     %s\n", info.Time)
 			}
+			fmt.Fprintf(&b, "sandbox:  %s\n", supportLine(info.Sandbox))
 			_, err := fmt.Fprint(deps.Out, b.String())
 			return err
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	return cmd
+}
+
+// supportLine says what the kernel offers the sandbox, on one line.
+func supportLine(s sandbox.Support) string {
+	line := fmt.Sprintf("Landlock ABI %d, seccomp %v: ", s.LandlockABI, s.Seccomp)
+	if s.Enforced {
+		return line + "enforced"
+	}
+	return line + "not enforced (" + s.Reason + ")"
 }
 
 // noArgs rejects positional arguments with a usage error.

@@ -48,7 +48,7 @@ func TestActionRunStep(t *testing.T) {
 		cmd.Dir = dir
 		cmd.Env = []string{
 			"PATH=" + h.binDir + string(os.PathListSeparator) + "/usr/bin:/bin",
-			"HOME=" + filepath.Join(dir, "home"), "STOKE_HOME=" + filepath.Join(dir, ".stoke"), "GOCOVERDIR=" + h.coverDir,
+			"HOME=" + filepath.Join(dir, "home"), "STOKE_HOME=" + filepath.Join(t.TempDir(), ".stoke"), "GOCOVERDIR=" + h.coverDir,
 			"GITHUB_OUTPUT=" + outputs, "RUNNER_TEMP=" + dir,
 			"STOKE_PROMPT_INPUT=" + prompt, "STOKE_PROVIDER_INPUT=scripted", "STOKE_MODEL_INPUT=",
 			"STOKE_FORMAT_INPUT=text", "STOKE_ARGS_INPUT=--scenario s.yaml  --max-turns 3",
@@ -95,9 +95,10 @@ func TestActionReportStep(t *testing.T) {
 			t.Fatal(err)
 		}
 		summary, outputs := filepath.Join(dir, "summary.md"), filepath.Join(dir, "github-output")
+		state := t.TempDir() // HOME and STOKE_HOME outside the working directory, as stoke requires
 		env := []string{
 			"PATH=" + h.binDir + string(os.PathListSeparator) + "/usr/bin:/bin",
-			"HOME=" + filepath.Join(dir, "home"), "STOKE_HOME=" + filepath.Join(dir, ".stoke"), "GOCOVERDIR=" + h.coverDir,
+			"HOME=" + filepath.Join(state, "home"), "STOKE_HOME=" + filepath.Join(state, ".stoke"), "GOCOVERDIR=" + h.coverDir,
 			"GITHUB_OUTPUT=" + outputs, "GITHUB_STEP_SUMMARY=" + summary, "RUNNER_TEMP=" + dir,
 			"STOKE_PROMPT_INPUT=list them", "STOKE_PROVIDER_INPUT=scripted", "STOKE_MODEL_INPUT=",
 			"STOKE_FORMAT_INPUT=text", "STOKE_ARGS_INPUT=" + tt.args,

@@ -36,7 +36,7 @@ func TestAnthropicCacheHotAndRevived(t *testing.T) {
 		srv := anthropictest.New(m, anthropictest.WithAPIKey("sk-ant-e2e"))
 		defer srv.Close()
 		dir := t.TempDir()
-		out, err := runStoke(bin, env, dir, filepath.Join(dir, "home"), append([]string{"-p", "Keep NONCE-CAFE1 safe"}, common(srv.URL())...)...)
+		out, err := runStoke(bin, env, dir, t.TempDir(), append([]string{"-p", "Keep NONCE-CAFE1 safe"}, common(srv.URL())...)...)
 		if err != nil {
 			t.Fatalf("run: %v\n%s", err, out)
 		}
@@ -60,7 +60,7 @@ func TestAnthropicCacheHotAndRevived(t *testing.T) {
 		srv := anthropictest.New(m, anthropictest.WithAPIKey("sk-ant-e2e"))
 		defer srv.Close()
 		dir := t.TempDir()
-		home := filepath.Join(dir, "home")
+		home := t.TempDir() // outside the working directory, as stoke requires
 		const sid = "a17c0000-0000-4000-8000-000000000001"
 		if out, err := runStoke(bin, env, dir, home, append([]string{"-p", "Keep NONCE-CAFE2 safe", "--session-id", sid}, common(srv.URL())...)...); err != nil {
 			t.Fatalf("run 1: %v\n%s", err, out)

@@ -107,7 +107,8 @@ func BenchmarkFanOut(b *testing.B) {
 	}
 	dir := b.TempDir()
 	scenario := fanOutFile(b, dir, scripted.FanOut{Agents: agents, Spread: 5 * time.Second})
-	baseKB, _, err := runLimited(bin, dir, nil, "-p", "hi there", "--scenario", filepath.Join(h.scenarios, "hello.yaml"))
+	home := b.TempDir() // outside the working directory, as stoke requires
+	baseKB, _, err := runLimited(bin, dir, home, nil, "-p", "hi there", "--scenario", filepath.Join(h.scenarios, "hello.yaml"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -131,7 +132,7 @@ func BenchmarkFanOut(b *testing.B) {
 					run = append(run, "--provider", "openai", "--base-url", srv.URL(), "--model", "mock")
 					env = append(env, "OPENAI_API_KEY=sk-bench")
 				}
-				kb, out, err := runLimited(bin, dir, env, run...)
+				kb, out, err := runLimited(bin, dir, home, env, run...)
 				if srv != nil {
 					srv.Close()
 				}
@@ -186,7 +187,7 @@ func measureFanOut(b *testing.B, out []byte) fanOutMeasure {
 
 // runLimited runs bin in dir with at most 1,024 open files, and returns its peak RSS in
 // KiB (GNU time, when there is one) and its stdout.
-func runLimited(bin, dir string, env []string, args ...string) (int64, []byte, error) {
+func runLimited(bin, dir, home string, env []string, args ...string) (int64, []byte, error) {
 	argv := []string{"-c", `ulimit -n 1024 && exec "$@"`, "sh"}
 	gnuTime, timeErr := exec.LookPath("/usr/bin/time")
 	if timeErr == nil {
@@ -194,7 +195,7 @@ func runLimited(bin, dir string, env []string, args ...string) (int64, []byte, e
 	}
 	cmd := exec.Command("sh", append(append(argv, bin), args...)...)
 	cmd.Dir = dir
-	cmd.Env = append(stokeEnv("STOKE_HOME="+filepath.Join(dir, "home")), env...)
+	cmd.Env = append(stokeEnv("STOKE_HOME="+home), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

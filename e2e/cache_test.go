@@ -27,7 +27,7 @@ func TestRevivedRequestKeepsCachePrefix(t *testing.T) {
 	srv := openaitest.New(m, openaitest.WithAPIKey("sk-cache"))
 	defer srv.Close()
 	dir := t.TempDir()
-	home := filepath.Join(dir, "home")
+	home := t.TempDir() // outside the working directory, as stoke requires
 	env := slices.Clip(append(os.Environ(), "GOCOVERDIR="+h.coverDir, "OPENAI_API_KEY=sk-cache"))
 	bin := filepath.Join(h.binDir, "stoke"+exeSuffix())
 	const sid = "c0ffee00-0000-4000-8000-000000000001"

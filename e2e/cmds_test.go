@@ -85,7 +85,7 @@ package e2e
 //	  stderr -count=1 '^.'            exactly one non-empty line on stderr
 //
 // mockanthropic, mockstop, normstream: see record_cmds_test.go. tarball: see
-// archive_cmds_test.go.
+// archive_cmds_test.go. netlisten, netgot, waitfile, pidsgone: see sandbox_cmds_test.go.
 
 import (
 	"bytes"
@@ -124,6 +124,11 @@ func commands() map[string]scriptCmd {
 		"mockstop":   cmdMockStop,
 		"normstream": cmdNormStream,
 		"tarball":    cmdTarball, // archive_cmds_test.go
+		// sandbox_cmds_test.go
+		"netlisten": cmdNetListen,
+		"netgot":    cmdNetGot,
+		"waitfile":  cmdWaitFile,
+		"pidsgone":  cmdPidsGone,
 	}
 }
 

@@ -13,7 +13,9 @@
 // Every script starts in an empty $WORK with this environment (see setup):
 //
 //	PATH       the directory of the freshly built stoke first
-//	STOKE_HOME $WORK/.stoke        (session state)
+//	STOKE_HOME $WORK-home/.stoke   (session state, beside $WORK: stoke refuses a STOKE_HOME
+//	                                inside its working directory; an archive's .stoke/
+//	                                at the top of $WORK is moved there before the script)
 //	HOME       $WORK/home          (so ~/.stoke/settings.yaml is the script's own)
 //	SCENARIOS  the absolute path of the repository's scenarios/ directory
 //	GOCOVERDIR where the -cover binary writes its counters
@@ -25,8 +27,10 @@ package e2e
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -138,7 +142,21 @@ func setup(env *testscript.Env) error {
 	}
 	env.Vars = vars
 	env.Setenv("PATH", h.binDir+string(os.PathListSeparator)+env.Getenv("PATH"))
-	env.Setenv("STOKE_HOME", filepath.Join(env.WorkDir, ".stoke"))
+	// Beside $WORK, not in it: stoke refuses a STOKE_HOME inside its working directory.
+	// The archive's .stoke/ at the top of $WORK is the home's. testscript removes the
+	// directory holding every $WORK, this one with them.
+	stokeHome := filepath.Join(env.WorkDir+"-home", ".stoke")
+	if err := os.MkdirAll(filepath.Dir(stokeHome), 0o700); err != nil {
+		return err
+	}
+	if err := os.Rename(filepath.Join(env.WorkDir, ".stoke"), stokeHome); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	} else if err != nil {
+		if err := os.Mkdir(stokeHome, 0o700); err != nil {
+			return err
+		}
+	}
+	env.Setenv("STOKE_HOME", stokeHome)
 	env.Setenv("HOME", home)
 	env.Setenv("SCENARIOS", h.scenarios)
 	env.Setenv("GOCOVERDIR", h.coverDir)
@@ -147,6 +165,7 @@ func setup(env *testscript.Env) error {
 	env.Setenv("NONCE_A", "NONCE-A"+randomHex())
 	env.Setenv("NONCE_B", "NONCE-B"+randomHex())
 	env.Values[mockKey{}] = &mockState{}
+	env.Values[netKey{}] = &netState{}
 	setupMCP(env) // $MCP_BIN (mcpservers_test.go)
 	return nil
 }

@@ -24,13 +24,13 @@ func TestChildrenCannotReadStokesEnviron(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	work, cover := filepath.Join(dir, "work"), filepath.Join(dir, "cover")
-	for _, d := range []string{work, cover} {
+	work, cover, state := filepath.Join(dir, "work"), filepath.Join(dir, "cover"), filepath.Join(dir, "state")
+	for _, d := range []string{work, cover, state} {
 		if err := os.Mkdir(d, 0o777); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, d := range []string{dir, work, cover} { // past the umask: nobody reads and writes
+	for _, d := range []string{dir, work, cover, state} { // past the umask: nobody reads and writes
 		if err := os.Chmod(d, map[bool]os.FileMode{true: 0o755, false: 0o777}[d == dir]); err != nil {
 			t.Fatal(err)
 		}
@@ -41,9 +41,12 @@ func TestChildrenCannotReadStokesEnviron(t *testing.T) {
 	if err := os.WriteFile(scenario, []byte(environScenario), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "-p", "go", "--scenario", scenario, "--approval-mode", "yolo", "--output-format", "stream-json")
+	// --sandbox off: the shell is then stoke's own child ($PPID is stoke), which is what
+	// this test is about; sandboxed, $PPID is the helper, and Landlock refuses a read of
+	// any process's environ outside the sandbox (sandbox_kill.txtar, trust_secrets.txtar).
+	cmd := exec.Command(bin, "-p", "go", "--scenario", scenario, "--approval-mode", "yolo", "--output-format", "stream-json", "--sandbox", "off")
 	cmd.Dir = work
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + work, "STOKE_HOME=" + filepath.Join(work, ".stoke"),
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + work, "STOKE_HOME=" + state,
 		"GOCOVERDIR=" + cover, "MARKER_VAR=visible-marker"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	out, err := cmd.CombinedOutput()

@@ -76,7 +76,8 @@ func TestKillAndResume(t *testing.T) {
 
 	// One whole run tells how long a run lasts, so kills spread over all of it.
 	full := time.Now()
-	out, err := runStoke(bin, env, dir, filepath.Join(dir, "home-full"), "-p", "Keep NONCE-F00D1 safe", "--scenario", scenario, "--output-format", "stream-json")
+	homes := t.TempDir() // outside the working directory, as stoke requires
+	out, err := runStoke(bin, env, dir, filepath.Join(homes, "home-full"), "-p", "Keep NONCE-F00D1 safe", "--scenario", scenario, "--output-format", "stream-json")
 	if err != nil {
 		t.Fatalf("full run: %v\n%s", err, out)
 	}
@@ -92,7 +93,7 @@ func TestKillAndResume(t *testing.T) {
 		slots <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			home := filepath.Join(dir, fmt.Sprintf("home-%02d", i))
+			home := filepath.Join(homes, fmt.Sprintf("home-%02d", i))
 			sid := fmt.Sprintf("0fa17000-0000-4000-8000-%012d", i)
 			nonce := fmt.Sprintf("NONCE-%04X", i+1)
 			events, pid, err := killAfter(bin, env, dir, home, delay, "-p", "Keep "+nonce+" safe", "--scenario", scenario,

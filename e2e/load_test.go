@@ -67,7 +67,7 @@ func TestForegroundFanOutConnections(t *testing.T) {
 	defer srv.Close()
 	cmd := exec.Command(filepath.Join(h.binDir, "stoke"+exeSuffix()), "-p", "fan out", "--provider", "openai",
 		"--base-url", srv.URL(), "--model", "mock", "--output-format", "stream-json")
-	cmd.Dir, cmd.Env = dir, stokeEnv("STOKE_HOME="+filepath.Join(dir, "home"), "OPENAI_API_KEY=sk-test")
+	cmd.Dir, cmd.Env = dir, stokeEnv("STOKE_HOME="+t.TempDir(), "OPENAI_API_KEY=sk-test")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -117,7 +117,7 @@ func TestHundredBackgroundLaunches(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	scenario := fanOutFile(t, dir, scripted.FanOut{Agents: 100, Spread: 20 * time.Millisecond})
-	home := filepath.Join(dir, "home")
+	home := t.TempDir() // outside the working directory, as stoke requires
 	bin := filepath.Join(h.binDir, "stoke"+exeSuffix())
 	out, err := runStoke(bin, stokeEnv(), dir, home, "-p", "fan out", "--scenario", scenario, "--output-format", "stream-json")
 	if err != nil {
@@ -191,7 +191,7 @@ func TestQueuedAgentsKilledAndResumed(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	scenario := fanOutFile(t, dir, scripted.FanOut{Agents: 6, Spread: time.Minute})
-	home := filepath.Join(dir, "home")
+	home := t.TempDir() // outside the working directory, as stoke requires
 	bin := filepath.Join(h.binDir, "stoke"+exeSuffix())
 	const sid = "4d6f7265-0000-4000-8000-000000000012"
 	cmd := exec.Command(bin, "-p", "fan out", "--scenario", scenario, "--output-format", "stream-json", "--max-background", "1", "--session-id", sid)
@@ -262,7 +262,8 @@ func TestFanOutUnderFileLimit(t *testing.T) {
 	const sid = "4d6f7265-0000-4000-8000-000000000200"
 	cmd := exec.Command("sh", "-c", `ulimit -n 128 && exec "$@"`, "sh", filepath.Join(h.binDir, "stoke"+exeSuffix()),
 		"-p", "fan out", "--scenario", scenario, "--output-format", "stream-json", "--max-background", fmt.Sprint(n), "--session-id", sid)
-	cmd.Dir, cmd.Env = dir, stokeEnv("STOKE_HOME="+filepath.Join(dir, "home"))
+	home := t.TempDir() // outside the working directory, as stoke requires
+	cmd.Dir, cmd.Env = dir, stokeEnv("STOKE_HOME="+home)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -287,7 +288,7 @@ func TestFanOutUnderFileLimit(t *testing.T) {
 	if parentTurns > 10 {
 		t.Errorf("the parent took %d model calls, want at most 10", parentTurns)
 	}
-	sidecars, warnings := agents.ReadSidecars(store.New(filepath.Join(dir, "home"), dir, sid))
+	sidecars, warnings := agents.ReadSidecars(store.New(home, dir, sid))
 	if len(warnings) != 0 || len(sidecars) != n {
 		t.Fatalf("%d sidecars, warnings %v", len(sidecars), warnings)
 	}

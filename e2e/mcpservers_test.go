@@ -31,6 +31,8 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/stoke-cli/stoke/agents/sandbox"
 )
 
 // mcpBin returns the directory of the installed MCP servers' executables, or "".
@@ -66,6 +68,8 @@ func condition(cond string) (bool, error) {
 		return canPtrace(), nil
 	case "root":
 		return os.Geteuid() == 0, nil
+	case "sandbox":
+		return sandbox.Probe().Enforced, nil // the kernel enforces stoke's sandbox here
 	}
 	return false, fmt.Errorf("unknown condition %q", cond)
 }

@@ -56,6 +56,7 @@ func BenchmarkProcess(b *testing.B) {
 	}
 	home, shm := b.TempDir(), tmpfsDir(b)
 	oneTurn := []string{"-p", "hi there", "--scenario", filepath.Join(h.scenarios, "hello.yaml"), "--output-format", "stream-json"}
+	tenTrue := []string{"-p", "run true", "--scenario", filepath.Join(h.scenarios, "shell-true.yaml"), "--approval-mode", "yolo", "--output-format", "stream-json"}
 	resumeCWD, resumeHome := b.TempDir(), b.TempDir()
 	const resumeID = "27272727-2727-4727-8727-272727272727"
 	reset := storedParent(b, resumeHome, resumeCWD, resumeID, 10000)
@@ -70,6 +71,11 @@ func BenchmarkProcess(b *testing.B) {
 		{name: "version", bin: bin, args: []string{"version"}, target: 1.1},
 		{name: "one-turn", bin: bin, args: oneTurn, env: []string{"STOKE_HOME=" + home}, target: 1.3, rssMB: 20},
 		{name: "one-turn-tmpfs", bin: bin, args: oneTurn, env: []string{"STOKE_HOME=" + shm}},
+		// the sandbox: a run with no command costs what it did; a command costs one helper
+		// process more (ten-true minus ten-true-sandbox-off, over ten)
+		{name: "one-turn-sandbox-off", bin: bin, args: append(slices.Clone(oneTurn), "--sandbox", "off"), env: []string{"STOKE_HOME=" + home}},
+		{name: "ten-true", bin: bin, args: tenTrue, env: []string{"STOKE_HOME=" + home}},
+		{name: "ten-true-sandbox-off", bin: bin, args: append(slices.Clone(tenTrue), "--sandbox", "off"), env: []string{"STOKE_HOME=" + home}},
 		{name: "nonce-scenario", bin: bin, args: []string{"-p", "Keep NONCE-BE7C4 safe with a background agent", "--scenario",
 			filepath.Join(h.scenarios, "nonce-memory.yaml"), "--output-format", "stream-json"}, env: []string{"STOKE_HOME=" + home}},
 		{name: "resume-10000-messages", bin: bin, args: []string{"--resume", resumeID, "-p", "next", "--scenario", anyStep, "--output-format", "stream-json"},

@@ -43,7 +43,7 @@ func progressRun(t *testing.T) (dir string, env []string) {
 	}
 	return dir, []string{
 		"PATH=" + h.binDir + string(os.PathListSeparator) + "/usr/bin:/bin",
-		"HOME=" + filepath.Join(dir, "home"), "STOKE_HOME=" + filepath.Join(dir, ".stoke"), "GOCOVERDIR=" + h.coverDir,
+		"HOME=" + filepath.Join(dir, "home"), "STOKE_HOME=" + filepath.Join(t.TempDir(), ".stoke"), "GOCOVERDIR=" + h.coverDir,
 		"TERM=xterm-256color",
 	}
 }

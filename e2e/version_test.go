@@ -35,6 +35,11 @@ func TestVersionRevision(t *testing.T) {
 	var info struct {
 		Version, Module, Revision, Time string
 		Modified                        *bool
+		Sandbox                         *struct {
+			LandlockABI *int  `json:"landlock_abi"`
+			Seccomp     *bool `json:"seccomp"`
+			Enforced    *bool `json:"enforced"`
+		}
 	}
 	if err := json.Unmarshal(out, &info); err != nil {
 		t.Fatalf("stoke version --json printed %q: %v", out, err)
@@ -44,6 +49,9 @@ func TestVersionRevision(t *testing.T) {
 	}
 	if info.Module != "github.com/stoke-cli/stoke" || info.Version == "" || info.Time == "" || info.Modified == nil {
 		t.Errorf("version info %+v", info)
+	}
+	if s := info.Sandbox; s == nil || s.LandlockABI == nil || s.Seccomp == nil || s.Enforced == nil {
+		t.Errorf("version --json: sandbox %+v, want {landlock_abi, seccomp, enforced}", s)
 	}
 	text, err := exec.Command(filepath.Join(h.binDir, "stoke"+exeSuffix()), "version").Output()
 	if err != nil || !strings.Contains(string(text), "revision: "+info.Revision) {

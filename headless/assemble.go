@@ -332,6 +332,10 @@ func (p *Parts) announce() {
 	init.MCPServers = p.mcp.statuses()
 	init.StokeVersion = o.Version
 	init.ClaudeCodeVersion = o.Version
+	if sb := o.Sandbox; sb != nil {
+		st := sb.Status()
+		init.Sandbox = &streamjson.SandboxStatus{Mode: string(st.Mode), Enforced: st.Enforced, Reason: st.Reason}
+	}
 	announced := *init
 	p.init.Store(&announced)
 	p.events.emit(init)

@@ -9,6 +9,7 @@ import (
 	"github.com/stoke-cli/stoke/agents/hooks"
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/llm/price"
+	"github.com/stoke-cli/stoke/agents/sandbox"
 	"github.com/stoke-cli/stoke/agents/secrets"
 	"github.com/stoke-cli/stoke/agents/structured"
 	"github.com/stoke-cli/stoke/agents/tools"
@@ -135,6 +136,9 @@ type Options struct {
 	// hooks of its agent files (cmd decides it: --trust-project, trusted-projects in the
 	// home settings). Agent approval modes are capped by ApprovalMode either way.
 	TrustProject bool
+	// Sandbox confines the shell tool's commands (cmd makes it and closes it after Run);
+	// nil runs them as stoke's own children and leaves sandbox out of init.
+	Sandbox *sandbox.Sandbox
 	// Report, when set, is the file the run's report (HTML: agents/report) is written to
 	// once the run has ended, however it ended (a signal included): --report.
 	Report string

@@ -134,6 +134,9 @@ func forkSession(ctx context.Context, found store.Stored, opts Options, now time
 		if errors.As(err, &locked) {
 			return nil, store.Info{}, &busyError{err: err, advice: "a fork waits until no run writes it: wait for it to end, or pass --wait-for-session DURATION"}
 		}
+		if errors.Is(err, store.ErrUnsafe) {
+			return nil, store.Info{}, fmt.Errorf("%w: fork: %w", ErrUsage, err)
+		}
 		return nil, store.Info{}, fmt.Errorf("%w: fork: %w", ErrRunFailed, err)
 	}
 	defer hold.Unlock()
@@ -207,7 +210,7 @@ func loadError(id string, err error) error {
 	if id != "" {
 		err = fmt.Errorf("resume %s: %w", id, err)
 	}
-	if errors.Is(err, store.ErrUnknownSession) || errors.Is(err, store.ErrBadFile) || errors.Is(err, store.ErrOutside) {
+	if errors.Is(err, store.ErrUnknownSession) || errors.Is(err, store.ErrBadFile) || errors.Is(err, store.ErrOutside) || errors.Is(err, store.ErrUnsafe) {
 		return fmt.Errorf("%w: %w", ErrUsage, err)
 	}
 	return fmt.Errorf("%w: %w", ErrRunFailed, err)

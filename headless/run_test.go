@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -14,11 +15,19 @@ import (
 
 	"github.com/stoke-cli/stoke/agents/llm/price"
 	"github.com/stoke-cli/stoke/agents/llm/scripted"
+	"github.com/stoke-cli/stoke/agents/sandbox"
 	"github.com/stoke-cli/stoke/streamjson"
 	"github.com/stoke-cli/stoke/streamjson/streamjsontest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain runs the sandbox helper when the test binary is re-executed as one, and the
+// tests otherwise.
+func TestMain(m *testing.M) {
+	if sandbox.IsHelper(os.Args) {
+		os.Exit(sandbox.HelperMain())
+	}
+	goleak.VerifyTestMain(m)
+}
 
 func model(t *testing.T, yaml string) *scripted.Model {
 	t.Helper()

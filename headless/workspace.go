@@ -113,6 +113,9 @@ func newWorkspace(o Options, h host) (*workspace, error) {
 	w := &workspace{opts: o, host: h, shared: map[string]*tools.Set{}}
 	mode, _ := w.approvalMode()
 	w.wtOpts = []tools.Option{tools.WithDenialHook(w.recordDenial), tools.WithSecrets(o.Secrets)}
+	if sb := o.Sandbox; sb.Confines() {
+		w.wtOpts = append(w.wtOpts, tools.WithSandbox(sb))
+	}
 	wsOpts := w.wtOpts
 	if o.Files != nil {
 		wsOpts = append(slices.Clip(wsOpts), tools.WithFiles(o.Files)) // not a worktree's

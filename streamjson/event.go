@@ -46,6 +46,16 @@ type Init struct {
 	// (plan, default, auto-edit, yolo) and version key.
 	QwenPermissionMode string `json:"permission_mode,omitempty"`
 	QwenCodeVersion    string `json:"qwen_code_version,omitempty"`
+	// Sandbox is stoke's: the sandbox of the shell tool's commands.
+	Sandbox *SandboxStatus `json:"sandbox,omitempty"`
+}
+
+// SandboxStatus is init's sandbox: its mode (workspace-write, read-only, off), whether
+// the kernel enforces it, and why not (or what is missing) when it does not.
+type SandboxStatus struct {
+	Mode     string `json:"mode"`
+	Enforced bool   `json:"enforced"`
+	Reason   string `json:"reason"`
 }
 
 // NewInit returns an Init with the fixed keys filled in.

@@ -57,7 +57,8 @@ func (r *Rules) WithDeny(deny []string) *Rules {
 // commands (as written, through wrappers such as env, sudo, xargs or nice, and inside
 // bash -c and eval strings), or a file one of its redirections writes or reads; when a
 // shell deny rule exists, a command whose name or inner script cannot be known without
-// running it is refused too, and so is a command line that does not parse.
+// running it is refused too, and so is a command line that does not parse or that holds
+// an operand bash evaluates with a command in it ([[ 1 -eq 'a[$(rm x)]' ]]).
 func (r *Rules) Deny(call tools.Call) (string, bool) {
 	if r == nil || len(r.deny) == 0 {
 		return "", false
@@ -74,7 +75,8 @@ func (r *Rules) Deny(call tools.Call) (string, bool) {
 }
 
 // Allowed reports whether an allow rule approves call (and no deny rule refuses it). A
-// shell command is approved only when it parses, sets no variables, and every one of its
+// shell command is approved only when it parses, sets no variables, holds no operand bash
+// evaluates with a command in it (shellcmd.Script.Evaluated), and every one of its
 // simple commands is covered by an allow rule; each file it writes through a
 // redirection must be /dev/null (or the like), or inside the workspace, not protected
 // configuration (tools.Protected), and allowed by mode (auto-edit) or by an Edit or
@@ -188,6 +190,9 @@ func (r *Rules) hasDeny(tool string) bool {
 // that a shell deny rule might cover cannot be known.
 func (r *Rules) scriptDenied(script *shellcmd.Script, depth int) (string, error) {
 	shellRules := r.hasDeny(tools.NameShell)
+	if shellRules && len(script.Evaluated) > 0 {
+		return fmt.Sprintf("a deny rule may cover a command hidden in %q, which bash evaluates as arithmetic or a variable name (a command substitution or an array subscript there runs commands)", script.Evaluated[0]), errUnknown
+	}
 	for _, c := range script.Commands {
 		if len(c.Words) == 0 {
 			continue // X=1
@@ -274,6 +279,9 @@ func (r *Rules) shellAllowed(command string, mode tools.Mode) bool {
 		if rule.Tool == tools.NameShell && rule.Whole() {
 			return true
 		}
+	}
+	if len(script.Evaluated) > 0 {
+		return false // a[$(cmd)] where bash evaluates it: commands no rule was asked about
 	}
 	for _, c := range script.Commands {
 		if c.Assigns {

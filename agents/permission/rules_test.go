@@ -104,6 +104,9 @@ func TestShellAllowed(t *testing.T) {
 		// does not parse
 		{`echo "unterminated`, false},
 		{"echo $(", false},
+		// operands bash evaluates, holding commands no rule was asked about
+		{`echo hi; [[ 1 -eq 'a[$(touch PWNED)]' ]]`, false},
+		{`echo hi && printf -v 'a[$(touch PWNED)]' x`, false},
 	}
 	for _, tt := range tests {
 		if got := rules.Allowed(shellCall(tt.cmd), tools.ModeDefault); got != tt.want {
@@ -118,6 +121,38 @@ func TestShellAllowed(t *testing.T) {
 		if got := rules.Allowed(shellCall(cmd), tools.ModeAutoEdit); got != want {
 			t.Errorf("auto-edit: Allowed(%q) = %v, want %v", cmd, got, want)
 		}
+	}
+}
+
+// Any allow rule at all (even one for another tool, or one for the builtin itself) left
+// a line approved whose only commands bash runs from an operand it evaluates.
+func TestShellEvaluatedNotAllowed(t *testing.T) {
+	t.Parallel()
+	w := workspace(t)
+	tests := []struct {
+		allow []string
+		cmd   string
+	}{
+		{[]string{"Read"}, `[[ 1 -eq 'a[$(touch PWNED)]' ]]`},
+		{[]string{"Read"}, `(( x = 'a[$(touch PWNED)]' ))`},
+		{[]string{"Bash(test:*)"}, `test -v 'a[$(touch PWNED)]'`},
+		{[]string{"Bash([:*)"}, `[ -v 'a[$(touch PWNED)]' ]`},
+		{[]string{"Bash(printf:*)"}, `printf -v 'a[$(touch PWNED)]' x`},
+		{[]string{"Bash(read:*)"}, `read 'a[$(touch PWNED)]' <<< 1`},
+		{[]string{"Bash(unset:*)"}, `unset 'a[$(touch PWNED)]'`},
+		{[]string{"Bash(let:*)"}, `let 'x=a[$(touch PWNED)]'`},
+	}
+	for _, tt := range tests {
+		if New(w, tt.allow, nil).Allowed(shellCall(tt.cmd), tools.ModeDefault) {
+			t.Errorf("allow %q: Allowed(%q)", tt.allow, tt.cmd)
+		}
+	}
+	// what they look like without the hidden command stays allowed
+	if !New(w, []string{"Bash(test:*)"}, nil).Allowed(shellCall(`test -v HOME`), tools.ModeDefault) {
+		t.Error("test -v HOME refused")
+	}
+	if !New(w, []string{"Read"}, nil).Allowed(shellCall(`[[ $n -eq 1 ]]`), tools.ModeDefault) {
+		t.Error("[[ $n -eq 1 ]] refused")
 	}
 }
 
@@ -194,6 +229,29 @@ func TestShellDenied(t *testing.T) {
 		{"cat < .env", true},
 		{"cat < docs/a.md", false},
 		{`echo "x`, true},
+		// operands bash evaluates hide commands (the issue's bypasses, in yolo)
+		{`[[ 1 -eq 'a[$(rm victim)]' ]]`, true},
+		{`test -v 'a[$(rm victim)]'`, true},
+		{`[ -v 'a[$(rm victim)]' ]`, true},
+		{`printf -v 'a[$(rm victim)]' x`, true},
+		{`read 'a[$(rm victim)]' <<< 1`, true},
+		{`declare 'a[$(rm victim)]=1'`, true},
+		{`let 'x=a[$(rm victim)]'`, true},
+		{`(( x = 'a[$(rm victim)]' ))`, true},
+		{`bash -c "[[ 1 -eq 'a[\$(rm victim)]' ]]"`, true},
+		{`[[ $n -eq 1 ]]`, false},
+		// wrappers' long options that take a value
+		{"xargs --max-args 1 rm", true},
+		{"flock --wait 5 lk rm victim", true},
+		{"ionice --class 2 rm victim", true},
+		{"nice --adjustment 5 rm victim", true},
+		{"timeout --signal KILL 5 rm victim", true},
+		{"sudo --user root rm victim", true},
+		{"numactl --interleave all rm victim", true},
+		{"env --chdir /tmp rm victim", true},
+		{"stdbuf --output L rm victim", true},
+		{"xargs --unknown-option 1 rm", true}, // cannot be read: refused
+		{"xargs --max-args 1 ls", false},
 	}
 	for _, tt := range tests {
 		_, got := rules.Deny(shellCall(tt.cmd))

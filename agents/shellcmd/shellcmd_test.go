@@ -146,6 +146,39 @@ func TestUnwrapped(t *testing.T) {
 		{"nohup time exec rm x", "rm x"},
 		{"env $V rm x", ""},
 		{"env", ""},
+		// long options that take a value: the value is not the command
+		{"xargs --max-args 1 rm", "rm"},
+		{"xargs --max-args=1 rm", "rm"},
+		{"xargs --max-a 1 rm", "rm"}, // getopt takes an unambiguous prefix
+		{"xargs -n1 -0 -r rm", "rm"},
+		{"xargs -0rn 1 rm", "rm"},
+		{"xargs -i rm", "rm"}, // -i's value is attached or absent
+		{"flock --wait 5 lk rm victim", "rm victim"},
+		{"flock -w 5 lk rm victim", "rm victim"},
+		{"ionice --class 2 rm victim", "rm victim"},
+		{"ionice -c2 -n7 rm victim", "rm victim"},
+		{"nice --adjustment 5 rm x", "rm x"},
+		{"nice -10 rm x", "rm x"},
+		{"timeout --signal KILL 10 rm x", "rm x"},
+		{"timeout --kill-after=5 --preserve-status 10 rm x", "rm x"},
+		{"sudo --user root --preserve-env rm x", "rm x"},
+		{"sudo -E HOME=/x rm x", "rm x"},
+		{"numactl --interleave all rm x", "rm x"},
+		{"stdbuf --output L rm x", "rm x"},
+		{"env --chdir /tmp rm x", "rm x"},
+		{"env - PATH=/bin rm x", "rm x"},
+		{"chroot --userspec 0:0 / rm x", "rm x"},
+		{"taskset -c 0 rm x", "rm x"},
+		{"chrt -f 10 rm x", "rm x"},
+		{"busybox rm x", "rm x"},
+		{"strace -f -o log rm x", "rm x"},
+		// options no table lists, or whose value would be the command: unknown
+		{"xargs --frobnicate 1 rm", ""},
+		{"xargs --max 1 rm", ""}, // ambiguous: max-args, max-procs, max-chars, max-lines
+		{"env -S 'rm -rf x'", ""},
+		{"env --split-string='rm x'", ""},
+		{"sudo -h host rm x", ""},
+		{"timeout --verbose=x 10 rm", ""},
 	}
 	for _, tt := range tests {
 		s, err := Parse(tt.src)
@@ -159,6 +192,61 @@ func TestUnwrapped(t *testing.T) {
 		}
 		if got != tt.want {
 			t.Errorf("Unwrapped(%q) = %q (ok %v), want %q", tt.src, got, ok, tt.want)
+		}
+	}
+}
+
+// The operands bash evaluates as arithmetic or as variable names run the commands their
+// text holds; Parse lists them.
+func TestEvaluated(t *testing.T) {
+	t.Parallel()
+	hidden := []string{
+		`[[ 1 -eq 'a[$(touch PWNED)]' ]]`,
+		`[[ 'a[$(touch PWNED)]' -lt 2 ]]`,
+		`[[ -v 'a[$(touch PWNED)]' ]]`,
+		`[[ -f x && 1 -ne "a[$(touch PWNED)]" ]]`,
+		`test -v 'a[$(touch PWNED)]'`,
+		`[ -v 'a[$(touch PWNED)]' ]`,
+		"test -v 'a[`touch PWNED`]'",
+		`printf -v 'a[$(touch PWNED)]' x`,
+		`printf -v'a[$(touch PWNED)]' x`,
+		`read 'a[$(touch PWNED)]' <<< 1`,
+		`read -r -p prompt 'a[$(touch PWNED)]' <<< 1`,
+		`read -a 'a[$(touch PWNED)]' <<< 1`,
+		`command read 'a[$(touch PWNED)]' <<< 1`,
+		`builtin printf -v 'a[$(touch PWNED)]' 1`,
+		`declare 'a[$(touch PWNED)]=1'`,
+		`declare -i x='a[$(touch PWNED)]'`,
+		`export 'a[$(touch PWNED)]=1'`,
+		`local a[$(touch PWNED)]=1`,
+		`let 'x=a[$(touch PWNED)]'`,
+		`(( x = 'a[$(touch PWNED)]' ))`,
+		`unset 'a[$(touch PWNED)]'`,
+		`mapfile 'a[$(touch PWNED)]' < /dev/null`,
+	}
+	for _, src := range hidden {
+		s, err := Parse(src)
+		if err != nil {
+			t.Errorf("Parse(%q): %v", src, err)
+			continue
+		}
+		if len(s.Evaluated) == 0 {
+			t.Errorf("Parse(%q): no evaluated operand", src)
+		}
+	}
+	plain := []string{
+		`[[ $n -eq 3 ]]`, `[[ ${#a[@]} -gt 0 ]]`, `[[ -f 'a[1].txt' ]]`, `[[ $x == a[bc]* ]]`,
+		`read -p "Enter [y/n]: " ans`, `printf '%s [x]\n' a`, `test -f 'x[1]'`, `declare x=1`,
+		`export PATH=$(pwd)/bin`, `(( n += 1 ))`, `let n+=1`, `echo 'a[$(touch x)]'`,
+	}
+	for _, src := range plain {
+		s, err := Parse(src)
+		if err != nil {
+			t.Errorf("Parse(%q): %v", src, err)
+			continue
+		}
+		if len(s.Evaluated) != 0 {
+			t.Errorf("Parse(%q): evaluated %q", src, s.Evaluated)
 		}
 	}
 }

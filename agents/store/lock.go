@@ -71,11 +71,15 @@ const (
 
 // Lock takes the session's writer lock: one writer per session. It creates the session
 // directory (0700) and the lock file when missing, and records this process's pid in it.
+// A session that is not the user's own or that others may write is refused (ErrUnsafe).
 // When another process holds the lock, Lock fails at once with a *LockedError if wait is
 // 0; otherwise it tries again until wait has passed (then the *LockedError) or ctx ends.
 func (s *Session) Lock(ctx context.Context, wait time.Duration) (*Lock, error) {
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create session dir: %w", s.failures.failed(s.dir, err))
+	}
+	if err := s.checkSafe(); err != nil {
+		return nil, err
 	}
 	return s.lock(ctx, wait, exclusive)
 }
@@ -85,6 +89,9 @@ func (s *Session) Lock(ctx context.Context, wait time.Duration) (*Lock, error) {
 // the session directory: a session that has no lock file yet is read without a lock.
 // wait is as for Lock.
 func (s *Session) LockShared(ctx context.Context, wait time.Duration) (*Lock, error) {
+	if err := s.checkSafe(); err != nil {
+		return nil, err
+	}
 	return s.lock(ctx, wait, shared)
 }
 

@@ -178,10 +178,13 @@ func (g gate) deny(call Call) (string, bool) {
 	return fmt.Sprintf("%s is refused: %s", call.Name, why), true
 }
 
-// protected returns the refusal of an edit of protected configuration under mode, or "".
-// A path that does not resolve is left to the tool, which reports it.
+// protected returns the refusal, under mode, of an edit of protected configuration or
+// of a file tool's call on a file with more than one hard link (whose content another
+// name shares: a link made to .git/config, or to a file outside the workspace), or "".
+// Yolo refuses neither. A path that does not resolve is left to the tool, which reports
+// it.
 func (g gate) protected(call Call, mode Mode) string {
-	if g.kind != KindEdit || mode == ModeYolo {
+	if mode == ModeYolo {
 		return ""
 	}
 	var args struct {
@@ -195,11 +198,13 @@ func (g gate) protected(call Call, mode Mode) string {
 		return ""
 	}
 	shown := g.w.display(abs)
-	what, ok := Protected(shown)
-	if !ok {
-		return ""
+	if what, ok := Protected(shown); ok && g.kind == KindEdit {
+		return fmt.Sprintf("%s: %s is %s; the workspace tools do not change it below --approval-mode yolo", call.Name, shown, what)
 	}
-	return fmt.Sprintf("%s: %s is %s; the workspace tools do not change it below --approval-mode yolo", call.Name, shown, what)
+	if n := hardLinks(abs); n > 1 {
+		return fmt.Sprintf("%s: %s has %d hard links, so its content is also another file's (a link to .git/config, or to a file outside the workspace); the workspace tools do not open it below --approval-mode yolo", call.Name, shown, n)
+	}
+	return ""
 }
 
 // refuse records the denial and returns the refusal the model sees.

@@ -7,9 +7,18 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/stoke-cli/stoke/agents/sandbox"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain runs the sandbox helper when the test binary is re-executed as one (the
+// sandboxed shell tool starts /proc/self/exe), and the tests otherwise.
+func TestMain(m *testing.M) {
+	if sandbox.IsHelper(os.Args) {
+		os.Exit(sandbox.HelperMain())
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // newWorkspace returns a workspace over a fresh directory holding files (slash path →
 // content; a path ending in / is an empty directory).

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/sandbox"
 )
 
 // shellWaitDelay is how long a finished command's background processes may keep its output
@@ -65,6 +67,11 @@ func (t shellTool) Run(ctx context.Context, call Call) Result {
 	if args.TimeoutMs > 0 {
 		timeout = min(time.Duration(args.TimeoutMs)*time.Millisecond, MaxShellTimeout)
 	}
+	if sb := t.w.sandbox; sb != nil {
+		if err := sb.Check(); err != nil {
+			return Errorf("%s: %v", NameShell, err)
+		}
+	}
 	if t.w.terminal != nil {
 		return t.runInTerminal(ctx, call.ID, "bash", args.Command, timeout)
 	}
@@ -72,58 +79,126 @@ func (t shellTool) Run(ctx context.Context, call Call) Result {
 	if err != nil {
 		return Errorf("%s: bash is not installed: %v", NameShell, err)
 	}
+	out := &headTail{max: t.w.limits.OutputChars}
+	waitDelay := t.waitDelay
+	if waitDelay == 0 {
+		waitDelay = shellWaitDelay
+	}
+	var end shellEnd
+	if sb := t.w.sandbox; sb != nil && sb.Supervises() {
+		start := time.Now()
+		o, err := sb.Run(ctx, sandbox.Request{Root: t.w.root, Args: []string{bash, "-c", args.Command},
+			Env: t.w.secrets.Environ(os.Environ()), Output: out, Timeout: timeout, WaitDelay: waitDelay})
+		if err != nil {
+			if ctx.Err() != nil {
+				return Errorf("%s: cancelled before it started: %v", NameShell, context.Cause(ctx))
+			}
+			return Errorf("%s: %v", NameShell, err)
+		}
+		end = sandboxEnd(ctx, o, timeout, time.Since(start))
+		if end.code != 0 {
+			if h := sb.Hint(out.String(), t.w.root); h != "" {
+				end.extra = append(end.extra, h)
+			}
+		}
+	} else {
+		var started bool
+		end, started, err = t.runPlain(ctx, bash, args.Command, timeout, waitDelay, out)
+		if !started {
+			if ctx.Err() != nil {
+				return Errorf("%s: cancelled before it started: %v", NameShell, context.Cause(ctx))
+			}
+			return Errorf("%s: start bash: %v", NameShell, err)
+		}
+	}
+	var b strings.Builder
+	writeOutput(&b, out.String())
+	if end.note != "" {
+		b.WriteString(end.note)
+		b.WriteByte('\n')
+	}
+	if end.code >= 0 {
+		fmt.Fprintf(&b, "[exit code %d]", end.code)
+	} else {
+		fmt.Fprintf(&b, "[exit: %s]", end.status)
+	}
+	for _, x := range end.extra {
+		b.WriteString("\n" + x)
+	}
+	return Result{Content: b.String(), IsError: end.code != 0 || end.timedOut}
+}
+
+// shellEnd is how a command ended, for its result.
+type shellEnd struct {
+	code     int    // exit status; -1 when a signal ended it
+	status   string // the status when code is -1 ("signal: killed")
+	note     string // what stoke did to it (timeout, cancel, background processes)
+	timedOut bool
+	extra    []string // lines after the exit status: the sandbox's
+}
+
+// runPlain runs the command as stoke's own child (no sandbox, --sandbox off): in a process
+// group of its own, killed with it on timeout or cancel.
+func (t shellTool) runPlain(ctx context.Context, bash, command string, timeout, waitDelay time.Duration, out io.Writer) (shellEnd, bool, error) {
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	out := &headTail{max: t.w.limits.OutputChars}
-	cmd := exec.CommandContext(runCtx, bash, "-c", args.Command)
+	cmd := exec.CommandContext(runCtx, bash, "-c", command)
 	cmd.Dir = t.w.root
 	cmd.Env = t.w.secrets.Environ(os.Environ())
 	cmd.Stdout, cmd.Stderr = out, out // one pipe: the two stay interleaved
-	cmd.WaitDelay = t.waitDelay
-	if cmd.WaitDelay == 0 {
-		cmd.WaitDelay = shellWaitDelay
-	}
+	cmd.WaitDelay = waitDelay
 	ownProcessGroup(cmd) // and cmd.Cancel kills the group
 	start := time.Now()
-	err = cmd.Run()
+	err := cmd.Run()
 	if cmd.Process == nil {
-		if ctx.Err() != nil {
-			return Errorf("%s: cancelled before it started: %v", NameShell, context.Cause(ctx))
-		}
-		return Errorf("%s: start bash: %v", NameShell, err)
+		return shellEnd{}, false, err
 	}
-	var note string
+	var end shellEnd
 	switch {
 	case ctx.Err() != nil:
 		_ = killProcessGroup(cmd)
-		note = fmt.Sprintf("[cancelled after %s (%v); the command and its processes were killed]", time.Since(start).Round(time.Millisecond), context.Cause(ctx))
+		end.note = fmt.Sprintf("[cancelled after %s (%v); the command and its processes were killed]", time.Since(start).Round(time.Millisecond), context.Cause(ctx))
 	case runCtx.Err() != nil:
 		_ = killProcessGroup(cmd)
-		note = fmt.Sprintf("[timed out after %s; the command and its processes were killed]", timeout)
+		end.note = fmt.Sprintf("[timed out after %s; the command and its processes were killed]", timeout)
+		end.timedOut = true
 	case errors.Is(err, exec.ErrWaitDelay):
 		_ = killProcessGroup(cmd)
-		note = "[background processes still holding the output were killed]"
+		end.note = backgroundKilled
 	}
-	var b strings.Builder
-	if s := out.String(); s != "" {
-		b.WriteString(s)
-		if !strings.HasSuffix(s, "\n") {
-			b.WriteByte('\n')
-		}
-	} else {
+	end.code = cmd.ProcessState.ExitCode()
+	end.status = cmd.ProcessState.String()
+	return end, true, nil
+}
+
+// writeOutput starts a shell result with the command's output, ended by a newline, or
+// says there was none.
+func writeOutput(b *strings.Builder, s string) {
+	if s == "" {
 		b.WriteString("(no output)\n")
+		return
 	}
-	if note != "" {
-		b.WriteString(note)
+	b.WriteString(s)
+	if !strings.HasSuffix(s, "\n") {
 		b.WriteByte('\n')
 	}
-	code := cmd.ProcessState.ExitCode()
-	if code >= 0 {
-		fmt.Fprintf(&b, "[exit code %d]", code)
-	} else {
-		fmt.Fprintf(&b, "[exit: %s]", cmd.ProcessState)
+}
+
+// backgroundKilled is the note of a command whose background processes held its output.
+const backgroundKilled = "[background processes still holding the output were killed]"
+
+// sandboxEnd turns the sandbox's outcome into the result's lines.
+func sandboxEnd(ctx context.Context, o sandbox.Outcome, timeout, took time.Duration) shellEnd {
+	end := shellEnd{code: o.ExitCode, status: "signal: " + o.Signal, timedOut: o.TimedOut, extra: o.Notes}
+	switch {
+	case o.Cancelled:
+		end.note = fmt.Sprintf("[cancelled after %s (%v); the command and its processes were killed]", took.Round(time.Millisecond), context.Cause(ctx))
+	case o.TimedOut:
+		end.note = fmt.Sprintf("[timed out after %s; the command and its processes were killed]", timeout)
+	case o.BackgroundKilled:
+		end.note = backgroundKilled
 	}
-	return Result{Content: b.String(), IsError: code != 0 || runCtx.Err() != nil}
+	return end
 }
 
 // headTail keeps the first and the last max/2 bytes written to it.

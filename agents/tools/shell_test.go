@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stoke-cli/stoke/agents/sandbox"
 )
 
 func requireBash(t *testing.T) {
@@ -26,10 +28,49 @@ func runShell(ctx context.Context, w *Workspace, args obj) Result {
 	return shellTool{w: w, waitDelay: 200 * time.Millisecond}.Run(ctx, Call{Name: NameShell, Input: in})
 }
 
+// newSandbox returns a workspace-write sandbox over dir, closed at the test's end.
+func newSandbox(t *testing.T, cfg sandbox.Config, dir string) *sandbox.Sandbox {
+	t.Helper()
+	if cfg.Mode == "" {
+		cfg.Mode = sandbox.ModeWorkspaceWrite
+	}
+	cfg.TempRoot = t.TempDir()
+	sb, err := sandbox.New(cfg, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := sb.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return sb
+}
+
+// bothWays runs test on a yolo workspace holding files twice: with the commands run by
+// stoke itself (--sandbox off) and by a sandbox helper. The shell tool's results are
+// the same either way.
+func bothWays(t *testing.T, files map[string]string, test func(t *testing.T, w *Workspace)) {
+	t.Helper()
+	requireBash(t)
+	for _, sandboxed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("sandboxed=%v", sandboxed), func(t *testing.T) {
+			t.Parallel()
+			w := newWorkspace(t, ModeYolo, files)
+			if sandboxed {
+				w = w.With(WithSandbox(newSandbox(t, sandbox.Config{}, w.Root())))
+			}
+			test(t, w)
+		})
+	}
+}
+
 func TestShell(t *testing.T) {
 	t.Parallel()
-	requireBash(t)
-	w := newWorkspace(t, ModeYolo, map[string]string{"f.txt": "content\n"})
+	bothWays(t, map[string]string{"f.txt": "content\n"}, testShell)
+}
+
+func testShell(t *testing.T, w *Workspace) {
 	tests := []struct {
 		name    string
 		command string
@@ -61,8 +102,10 @@ func TestShell(t *testing.T) {
 // child lived, it would hold the output pipe open and the call would last its 30 seconds.
 func TestShellTimeoutKillsGroup(t *testing.T) {
 	t.Parallel()
-	requireBash(t)
-	w := newWorkspace(t, ModeYolo, nil)
+	bothWays(t, nil, testShellTimeout)
+}
+
+func testShellTimeout(t *testing.T, w *Workspace) {
 	start := time.Now()
 	res := shellTool{w: w, waitDelay: time.Minute}.Run(t.Context(), Call{Name: NameShell,
 		Input: []byte(`{"command":"sleep 30 & echo child $!; wait","timeout_ms":300}`)})
@@ -107,8 +150,10 @@ func procState(pid int) byte {
 // that it is running, so the test cancels at a known point without sleeping.
 func TestShellCancel(t *testing.T) {
 	t.Parallel()
-	requireBash(t)
-	w := newWorkspace(t, ModeYolo, nil)
+	bothWays(t, nil, testShellCancel)
+}
+
+func testShellCancel(t *testing.T, w *Workspace) {
 	fifo := filepath.Join(w.Root(), "started")
 	if err := mkfifo(fifo); err != nil {
 		t.Skip("no mkfifo:", err)
@@ -140,8 +185,10 @@ func TestShellCancel(t *testing.T) {
 // A background process left holding the output is killed once the shell is done.
 func TestShellStrayBackground(t *testing.T) {
 	t.Parallel()
-	requireBash(t)
-	w := newWorkspace(t, ModeYolo, nil)
+	bothWays(t, nil, testShellStray)
+}
+
+func testShellStray(t *testing.T, w *Workspace) {
 	res := runShell(t.Context(), w, obj{"command": "sleep 30 & echo child $!"})
 	if res.IsError || !strings.Contains(res.Content, "[background processes still holding the output were killed]\n[exit code 0]") {
 		t.Fatalf("shell = %+v", res)

@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/stoke-cli/stoke/agents/sandbox"
 )
 
 // Terminal runs the shell tool's commands somewhere other than as stoke's own children:
@@ -47,23 +49,46 @@ type TerminalResult struct {
 func WithTerminal(t Terminal) Option { return func(w *Workspace) { w.terminal = t } }
 
 // terminalArgs is the command line a Terminal runs for command: bash -c command, with the
-// environment the secrets policy leaves and nothing else.
-func (w *Workspace) terminalArgs(bash, command string) []string {
+// environment the secrets policy leaves and nothing else. Where the workspace's sandbox
+// supervises commands, the environment is the sandbox's and the line is wrapped
+// (sandbox.Sandbox.Wrap): the command is confined in the terminal as it would be as
+// stoke's own child. The Wrapped (nil when there is none) is done once it has ended.
+func (w *Workspace) terminalArgs(bash, command string) ([]string, *sandbox.Wrapped, error) {
+	env := w.secrets.Environ(os.Environ())
+	sb := w.sandbox
+	confined := sb != nil && sb.Supervises()
+	if confined {
+		env = sb.Environ(env, w.root)
+	}
 	args := []string{"env", "-i"}
-	for _, kv := range w.secrets.Environ(os.Environ()) {
+	for _, kv := range env {
 		if !strings.HasPrefix(kv, "=") { // Windows' per-drive entries
 			args = append(args, kv)
 		}
 	}
-	return append(args, bash, "-c", command)
+	args = append(args, bash, "-c", command)
+	if !confined {
+		return args, nil, nil
+	}
+	wrapped, err := sb.Wrap(w.root, args)
+	if err != nil {
+		return nil, nil, err
+	}
+	return wrapped.Args, wrapped, nil
 }
 
 // runInTerminal runs command in the workspace's Terminal and returns the shell tool's
-// result: the output, what happened to the command, its exit status.
+// result: the output, what happened to the command, its exit status, and the sandbox's
+// lines.
 func (t shellTool) runInTerminal(ctx context.Context, callID, bash, command string, timeout time.Duration) Result {
 	start := time.Now()
-	res, err := t.w.terminal.Run(ctx, TerminalRequest{CallID: callID, Dir: t.w.root, Args: t.w.terminalArgs(bash, command),
+	args, wrapped, err := t.w.terminalArgs(bash, command)
+	if err != nil {
+		return Errorf("%s: %v", NameShell, err)
+	}
+	res, err := t.w.terminal.Run(ctx, TerminalRequest{CallID: callID, Dir: t.w.root, Args: args,
 		Timeout: timeout, OutputLimit: t.w.limits.OutputChars})
+	extra := wrapped.Done()
 	if err != nil {
 		if ctx.Err() != nil {
 			return Errorf("%s: cancelled: %v", NameShell, context.Cause(ctx))
@@ -73,14 +98,7 @@ func (t shellTool) runInTerminal(ctx context.Context, callID, bash, command stri
 	out := &headTail{max: t.w.limits.OutputChars}
 	_, _ = out.Write([]byte(res.Output))
 	var b strings.Builder
-	if s := out.String(); s != "" {
-		b.WriteString(s)
-		if !strings.HasSuffix(s, "\n") {
-			b.WriteByte('\n')
-		}
-	} else {
-		b.WriteString("(no output)\n")
-	}
+	writeOutput(&b, out.String())
 	switch {
 	case ctx.Err() != nil:
 		fmt.Fprintf(&b, "[cancelled after %s (%v); the command was killed]\n", time.Since(start).Round(time.Millisecond), context.Cause(ctx))
@@ -93,6 +111,14 @@ func (t shellTool) runInTerminal(ctx context.Context, callID, bash, command stri
 		fmt.Fprintf(&b, "[exit code %d]", res.ExitCode)
 	} else {
 		fmt.Fprintf(&b, "[exit: signal %s]", res.Signal)
+	}
+	if wrapped != nil && res.ExitCode != 0 {
+		if h := t.w.sandbox.Hint(res.Output, t.w.root); h != "" {
+			extra = append(extra, h)
+		}
+	}
+	for _, x := range extra {
+		b.WriteString("\n" + x)
 	}
 	return Result{Content: b.String(), IsError: res.ExitCode != 0 || res.TimedOut}
 }

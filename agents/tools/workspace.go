@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stoke-cli/stoke/agents/sandbox"
 	"github.com/stoke-cli/stoke/agents/secrets"
 )
 
@@ -127,6 +129,30 @@ func WithDenier(d Denier) Option { return func(w *Workspace) { w.deny = d } }
 // still kept out of the shell (a nil *secrets.Policy).
 func WithSecrets(p *secrets.Policy) Option { return func(w *Workspace) { w.secrets = p } }
 
+// Sandbox confines the shell tool's commands; *sandbox.Sandbox implements it. All its
+// methods are safe for concurrent use.
+type Sandbox interface {
+	// Check says why no command may run (the sandbox is required and not enforced, or
+	// closed).
+	Check() error
+	// Supervises reports whether Run runs the commands; when false the tool runs them.
+	Supervises() bool
+	// Run runs one command under the sandbox.
+	Run(ctx context.Context, r sandbox.Request) (sandbox.Outcome, error)
+	// Environ is the environment env of a command run in root under the sandbox (its
+	// TMPDIR, the caches pointed into it), for a command line another process runs.
+	Environ(env []string, root string) []string
+	// Wrap is the command line that runs args in root under the sandbox from another
+	// process (a Terminal); its Done is called once the command has ended.
+	Wrap(root string, args []string) (*sandbox.Wrapped, error)
+	// Hint is the line a failed command's result gets when its output shows a refusal
+	// the sandbox may have caused ("" when none).
+	Hint(output, root string) string
+}
+
+// WithSandbox runs the shell tool's commands in sb (nil: as stoke's own children).
+func WithSandbox(sb Sandbox) Option { return func(w *Workspace) { w.sandbox = sb } }
+
 // WithLimits sets the output limits; zero fields keep their defaults.
 func WithLimits(l Limits) Option { return func(w *Workspace) { w.limits = l.withDefaults() } }
 
@@ -142,6 +168,7 @@ type Workspace struct {
 	onDenial func(Denial)
 	deny     Denier
 	secrets  *secrets.Policy
+	sandbox  Sandbox
 	limits   Limits
 	files    Files       // nil: the disk (WithFiles)
 	terminal Terminal    // nil: the shell runs its commands itself (WithTerminal)

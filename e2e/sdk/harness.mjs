@@ -20,11 +20,20 @@ if (!stokeBin) {
 export const scenarios = resolve(process.env.STOKE_SCENARIOS ?? join(import.meta.dirname, "..", "..", "scenarios"));
 export const testdata = join(import.meta.dirname, "testdata");
 
-// workspace makes an empty working directory and $STOKE_HOME, removed after the test.
+// workspace makes an empty working directory and, beside it, $STOKE_HOME (stokeHome):
+// stoke refuses a STOKE_HOME inside its working directory. Both are removed after the test.
 export function workspace(t) {
   const dir = mkdtempSync(join(tmpdir(), "stoke-sdk-"));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  t.after(() => {
+    rmSync(dir, { recursive: true, force: true });
+    rmSync(stokeHome(dir), { recursive: true, force: true });
+  });
   return dir;
+}
+
+// stokeHome is the $STOKE_HOME of the workspace dir.
+export function stokeHome(dir) {
+  return dir + "-home";
 }
 
 // stokeEnv is the environment stoke runs with in a workspace, on a scenario of scenarios/
@@ -33,7 +42,7 @@ export function stokeEnv(dir, scenario, extra = {}) {
   return {
     PATH: process.env.PATH,
     HOME: dir,
-    STOKE_HOME: join(dir, ".stoke"),
+    STOKE_HOME: stokeHome(dir),
     STOKE_PROVIDER: "scripted",
     STOKE_SCENARIO: resolve(scenarios, scenario),
     ...(process.env.GOCOVERDIR ? { GOCOVERDIR: process.env.GOCOVERDIR } : {}),

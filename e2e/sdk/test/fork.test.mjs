@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { setup, run, results, ofType } from "../harness.mjs";
+import { setup, run, results, ofType, stokeHome } from "../harness.mjs";
 
 // snapshot maps every file under dir (relative path) to its content.
 function snapshot(dir, base = dir, out = {}) {
@@ -24,7 +24,7 @@ test("forkSession continues a copy; the original stays as it was", { timeout: 30
   const first = await run(`Keep ${nonce} safe`, opts);
   const sid = first.messages[0].session_id;
   assert.equal(results(first.messages).at(-1).subtype, "success", stderr.join(""));
-  const before = snapshot(join(dir, ".stoke"));
+  const before = snapshot(stokeHome(dir));
 
   const fork = await run("Ask the agent you launched before the restart for the nonce", { ...opts, resume: sid, forkSession: true });
   const ids = new Set(fork.messages.map((m) => m.session_id));
@@ -36,7 +36,7 @@ test("forkSession continues a copy; the original stays as it was", { timeout: 30
   assert.equal(rs.at(-1).result, `The revived agent remembered the nonce: ${nonce}`, stderr.join(""));
 
   // Every file of the original session is as it was (the fork added its own directory).
-  const after = snapshot(join(dir, ".stoke"));
+  const after = snapshot(stokeHome(dir));
   for (const [path, content] of Object.entries(before)) {
     assert.equal(after[path], content, `${path} changed`);
   }
