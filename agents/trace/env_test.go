@@ -57,6 +57,14 @@ func TestConfigFromEnv(t *testing.T) {
 		{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL wins", map[string]string{
 			"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://c/v1/traces", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf",
 		}, Config{Traces: otlp("http://c/v1/traces")}, ""},
+		{"OTEL_EXPORTER_OTLP_COMPRESSION", map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://c/v1/traces", "OTEL_EXPORTER_OTLP_COMPRESSION": "gzip"},
+			Config{Traces: Exporter{Endpoint: "http://c/v1/traces", Protocol: ProtocolHTTPProtobuf, Compression: CompressionGzip}}, ""},
+		{"OTEL_EXPORTER_OTLP_TRACES_COMPRESSION wins", map[string]string{
+			"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://c/v1/traces", "OTEL_EXPORTER_OTLP_COMPRESSION": "gzip", "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION": "none",
+		}, Config{Traces: otlp("http://c/v1/traces")}, ""},
+		{"OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE", map[string]string{
+			"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": "http://m/v1/metrics", "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE": "delta",
+		}, Config{Metrics: otlp("http://m/v1/metrics"), DeltaMetrics: true}, ""},
 		{"grpc is refused", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://localhost:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"},
 			Config{}, `OTEL_EXPORTER_OTLP_PROTOCOL="grpc" is not supported: stoke exports OTLP over http/protobuf or http/json`},
 		{"OTEL_TRACES_EXPORTER=none", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c", "OTEL_TRACES_EXPORTER": "none"},
