@@ -240,8 +240,19 @@ func TestClaudeFlagsDocumented(t *testing.T) {
 	if !ok {
 		t.Fatal(`docs/claude-code-flags.md has no "## Every flag" section`)
 	}
-	documented := map[string]bool{}
 	flagName := regexp.MustCompile("`(--[A-Za-z-]+)`")
+	// The paragraph before the table names the flags stoke --help shows.
+	intro, _, _ := strings.Cut(table, "\n| flag |")
+	inHelp := map[string]bool{}
+	for _, m := range flagName.FindAllStringSubmatch(intro, -1) {
+		inHelp[m[1]] = true
+	}
+	for _, cf := range claudeFlags() {
+		if inHelp["--"+cf.name] != cf.help {
+			t.Errorf("--%s: shown in stoke --help %v, but docs/claude-code-flags.md says %v", cf.name, cf.help, inHelp["--"+cf.name])
+		}
+	}
+	documented := map[string]bool{}
 	for _, line := range strings.Split(table, "\n") {
 		first, _, _ := strings.Cut(strings.TrimPrefix(line, "| "), " | ")
 		for _, m := range flagName.FindAllStringSubmatch(first, -1) {

@@ -171,6 +171,7 @@ working directory, then $STOKE_HOME/settings.yaml (default ~/.stoke). API keys c
 only from the environment (STOKE_API_KEY, OPENAI_API_KEY, ANTHROPIC_API_KEY) or
 api-key in a settings file. A project's settings may only narrow the run unless it is
 trusted (--trust-project, or trusted-projects in $STOKE_HOME/settings.yaml).`,
+		Example:                    rootExamples,
 		Version:                    deps.Version,
 		SilenceUsage:               true,
 		SilenceErrors:              true,
@@ -203,6 +204,7 @@ trusted (--trust-project, or trusted-projects in $STOKE_HOME/settings.yaml).`,
 	addClaudeFlags(cmd.Flags())
 	addQwenFlags(cmd.Flags())
 	completeFlagValues(cmd)
+	setRootUsage(cmd)
 
 	cmd.AddCommand(NewCmdVersion(deps))
 	cmd.AddCommand(NewCmdCompletion(deps))
