@@ -9,12 +9,24 @@ PKGS    := ./...
 # count has no deadline to race, and a loaded machine only makes it slower.
 FUZZTIME ?= 20000x
 
-.PHONY: all build test unit e2e e2e-bin sdk-bin sdk-deps sdk-test mcp-deps test-deps release-check release-schema fuzz bench demo lint clean
+.PHONY: all build install install-check test unit e2e e2e-bin sdk-bin sdk-deps sdk-test mcp-deps test-deps release-check release-schema fuzz bench demo lint clean
 
 all: build
 
 build:
 	$(GO) build -o $(BIN) .
+
+# stoke into $(go env GOPATH)/bin, or $GOBIN: the README's first install step.
+# -buildvcs=true overrides a GOFLAGS=-buildvcs=false, so that the binary carries the
+# commit (`stoke version`: revision, and a version that names it).
+install:
+	$(GO) install -buildvcs=true .
+
+# The README's first install step followed literally on a fresh clone of HEAD, with
+# GOFLAGS=-buildvcs=false (e2e TestReadmeInstall): `stoke version` must name the commit.
+# Not in make test: a build without -race or -cover, minutes of CPU on a cold cache.
+install-check: e2e-bin
+	E2E_INSTALL=1 E2E_STOKE_BINARY=$(E2E_BIN) $(GO) test -race -count=1 -run '^TestReadmeInstall$$' ./e2e
 
 # Everything CI runs: vet, staticcheck, the Claude Agent SDK suite, the race-enabled tests
 # of every other package (e2e included, and with it the release configuration check,
@@ -55,14 +67,19 @@ test-deps:
 # large dependency tree stays out of go.mod. Its first run builds it from source: about
 # 260 s of CPU (2 to 4 minutes on 2 cores), which CI does not pay. CI checks
 # .goreleaser.yaml against the JSON schema this goreleaser generates (e2e
-# TestReleaseConfig); release-check is the whole `goreleaser check` (defaults and
-# deprecations too), for release time and for changes to .goreleaser.yaml. After updating
-# goreleaser in .ci/goreleaser.mod, run release-schema: TestReleaseConfig wants the schema
-# of the pinned version.
+# TestReleaseConfig); release-check, for release time and for changes to
+# .goreleaser.yaml, is the whole `goreleaser check` (defaults and deprecations too), then
+# a snapshot release into dist/ (every archive built, nothing published, no SBOM: that
+# needs syft) whose archives and checksums e2e TestReleaseSnapshot opens and checks.
+# The six cross builds cost several more minutes of CPU. After updating goreleaser in
+# .ci/goreleaser.mod, run release-schema: TestReleaseConfig wants the schema of the
+# pinned version.
 GORELEASER := $(GO) tool -modfile=.ci/goreleaser.mod goreleaser
 
 release-check:
 	$(GORELEASER) check
+	$(GORELEASER) release --snapshot --clean --skip=publish,sbom
+	RELEASE_DIST=$(CURDIR)/dist $(GO) test -count=1 -run '^TestReleaseSnapshot$$' ./e2e
 
 release-schema:
 	rm -f .ci/goreleaser-*.schema.json

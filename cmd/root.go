@@ -27,8 +27,10 @@ import (
 	"github.com/stoke-cli/stoke/headless/progress"
 )
 
-// devVersion is reported when the binary carries no module version (a local build).
-const devVersion = "0.1.0-dev"
+// devVersion is reported when the binary carries no module version: built with
+// -buildvcs=false or outside a clone, so no tag or commit backs it (make install stamps
+// one).
+const devVersion = "0.0.0-devel"
 
 // Deps is what the commands take from the process. Execute fills it from the real
 // process; tests fill it with buffers, a fake environment and temporary directories.
