@@ -3,6 +3,13 @@
 
 GO      ?= go
 BIN     := bin/stoke
+# The Go release that builds and tests stoke: go.mod's toolchain line. With
+# GOTOOLCHAIN=local (this project's machines set it, and many CI images) the go command
+# ignores that line and uses whatever Go is installed, so the Makefile names the toolchain
+# itself: the go command fetches it from the module proxy the first time (about 76 MB)
+# and keeps it in the module cache. `make TOOLCHAIN=local ...` uses the installed Go.
+TOOLCHAIN ?= $(shell sed -n 's/^toolchain //p' go.mod)
+export GOTOOLCHAIN := $(TOOLCHAIN)
 PKGS    := ./...
 # A count, not a duration: go1.26's fuzz coordinator can fail a duration run with a bare
 # "context deadline exceeded" as the time runs out (golang/go#75804, fixed in go1.27); a

@@ -2,6 +2,8 @@ module github.com/stoke-cli/stoke
 
 go 1.26.8
 
+toolchain go1.26.11
+
 require (
 	github.com/anthropics/anthropic-sdk-go/v2 v2.15.0
 	github.com/bmatcuk/doublestar/v4 v4.10.4
