@@ -16,7 +16,7 @@ PKGS    := ./...
 # count has no deadline to race, and a loaded machine only makes it slower.
 FUZZTIME ?= 20000x
 
-.PHONY: all build install install-check test unit e2e e2e-bin sdk-bin sdk-deps sdk-test mcp-deps test-deps release-check release-schema fuzz bench demo lint clean
+.PHONY: all build install install-check test unit e2e e2e-bin sdk-bin sdk-deps sdk-test mcp-deps test-deps release-check release-schema vuln fuzz bench demo lint clean
 
 all: build
 
@@ -91,6 +91,15 @@ release-check:
 release-schema:
 	rm -f .ci/goreleaser-*.schema.json
 	$(GORELEASER) jsonschema -o .ci/goreleaser-$$($(GO) list -modfile=.ci/goreleaser.mod -m -f '{{.Version}}' github.com/goreleaser/goreleaser/v2).schema.json
+
+# govulncheck on every package, with the standard library of the toolchain above: the
+# tool, and the indexer that turns the golang.org/x/vulndb module into a database, come
+# from their own modfile (.ci/vuln.mod). .ci/vuln picks the database: VULNDB (a URL or a
+# directory) when set, else vuln.go.dev when it answers, else one built from the newest
+# golang.org/x/vulndb the module proxy serves; when none is reachable it says so and
+# fails. Not part of make test: it downloads the database (tens of MB) and takes minutes.
+vuln:
+	GO="$(GO)" .ci/vuln
 
 unit:
 	$(GO) test -race -count=1 -shuffle=on -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v /e2e)
