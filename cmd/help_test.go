@@ -3,6 +3,7 @@ package cmd
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -37,15 +38,16 @@ func TestRootHelp(t *testing.T) {
 	}
 	shown := 0
 	for _, cf := range claudeFlags() {
-		flag := "--" + cf.name + " "
-		inOwn, inClaude := strings.Contains(own, flag), strings.Contains(claude, flag)
+		// "--name VALUE", or "--name[=true|false]" for a boolean (pflag 1.1).
+		flag := regexp.MustCompile(`--` + regexp.QuoteMeta(cf.name) + `[ \[]`)
+		inOwn, inClaude := flag.MatchString(own), flag.MatchString(claude)
 		switch {
 		case inOwn:
-			t.Errorf("%s is among stoke's own flags", flag)
+			t.Errorf("--%s is among stoke's own flags", cf.name)
 		case cf.help && !inClaude:
-			t.Errorf("%s is not in the Claude Code flags group", flag)
+			t.Errorf("--%s is not in the Claude Code flags group", cf.name)
 		case !cf.help && inClaude:
-			t.Errorf("%s is shown, but its help is off", flag)
+			t.Errorf("--%s is shown, but its help is off", cf.name)
 		}
 		if cf.help {
 			shown++
