@@ -7,9 +7,10 @@
 // Tracer is passed to the span helpers (StartTurn, StartModelCall, StartToolCall)
 // explicitly, and a nil Tracer is the same as tracing off.
 //
-// Each agent turn is its own trace (a new root span), linked to the span that asked for
-// it, so that a long-lived background agent's turns stay small, separate traces that a
-// backend can still follow from the parent's task or send_message call.
+// An agent turn given no TurnInfo.Parent is its own trace (a new root span), linked to
+// the span that asked for it. For one trace per run, StartRun starts the run's root (under
+// the pipeline's TRACEPARENT, ContextFromEnv) and each turn names its parent: the root,
+// or the foreground task call that runs it.
 package trace
 
 import (
