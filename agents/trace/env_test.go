@@ -87,21 +87,32 @@ func TestConfigFromEnv(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := ConfigFromEnv(envOf(tt.env), console)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("ConfigFromEnv error = %v, want %q", err, tt.wantErr)
-				}
+			got, ok := configFromEnv(t, tt.env, console, tt.wantErr)
+			if !ok {
 				return
-			}
-			if err != nil {
-				t.Fatalf("ConfigFromEnv: %v", err)
 			}
 			if diff := cmp.Diff(tt.want, got, cmpopts.IgnoreFields(Config{}, "Prices"), cmp.Comparer(func(a, b io.Writer) bool { return a == b })); diff != "" {
 				t.Errorf("ConfigFromEnv (-want +got):\n%s", diff)
 			}
 		})
 	}
+}
+
+// configFromEnv runs ConfigFromEnv on env. With wantErr, it fails t unless the error
+// holds wantErr, and returns false; without, it fails t on any error.
+func configFromEnv(t *testing.T, env map[string]string, console io.Writer, wantErr string) (Config, bool) {
+	t.Helper()
+	cfg, err := ConfigFromEnv(envOf(env), console)
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("ConfigFromEnv error = %v, want %q", err, wantErr)
+		}
+		return Config{}, false
+	}
+	if err != nil {
+		t.Fatalf("ConfigFromEnv: %v", err)
+	}
+	return cfg, true
 }
 
 // TestTimeoutBoundsExport: OTEL_EXPORTER_OTLP_TIMEOUT reaches the exporter and bounds an
