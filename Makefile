@@ -78,14 +78,15 @@ test-deps:
 # .goreleaser.yaml, is the whole `goreleaser check` (defaults and deprecations too), then
 # a snapshot release into dist/ (every archive built, nothing published, no SBOM: that
 # needs syft) whose archives and checksums e2e TestReleaseSnapshot opens and checks.
-# The six cross builds cost several more minutes of CPU. After updating goreleaser in
-# .ci/goreleaser.mod, run release-schema: TestReleaseConfig wants the schema of the
-# pinned version.
+# The six cross builds cost several more minutes of CPU (26 min of CPU, 80 min of wall
+# time on a shared, loaded 2-core machine: hence --timeout, goreleaser's default being
+# 1h). After updating goreleaser in .ci/goreleaser.mod, run release-schema:
+# TestReleaseConfig wants the schema of the pinned version.
 GORELEASER := $(GO) tool -modfile=.ci/goreleaser.mod goreleaser
 
 release-check:
 	$(GORELEASER) check
-	$(GORELEASER) release --snapshot --clean --skip=publish,sbom
+	$(GORELEASER) release --snapshot --clean --skip=publish,sbom --timeout=3h
 	RELEASE_DIST=$(CURDIR)/dist $(GO) test -count=1 -run '^TestReleaseSnapshot$$' ./e2e
 
 release-schema:
