@@ -85,4 +85,3 @@ func firstInstallStep(t *testing.T, readme string) string {
 	block, _, _ = strings.Cut(block, "```")
 	return block
 }
-
