@@ -16,7 +16,7 @@ PKGS    := ./...
 # count has no deadline to race, and a loaded machine only makes it slower.
 FUZZTIME ?= 20000x
 
-.PHONY: all build install install-check test unit e2e e2e-bin sdk-bin sdk-deps sdk-test mcp-deps test-deps release-check release-schema vuln fuzz bench demo lint clean
+.PHONY: all build install install-check test unit e2e e2e-bin sdk-bin sdk-deps sdk-test acp-deps acp-test mcp-deps report-deps test-deps release-check release-schema vuln fuzz bench demo lint clean
 
 all: build
 
@@ -35,12 +35,14 @@ install:
 install-check: e2e-bin
 	E2E_INSTALL=1 E2E_STOKE_BINARY=$(E2E_BIN) $(GO) test -race -count=1 -run '^TestReadmeInstall$$' ./e2e
 
-# Everything CI runs: vet, staticcheck, the Claude Agent SDK suite, the race-enabled tests
-# of every other package (e2e included, and with it the release configuration check,
-# e2e TestReleaseConfig), and short fuzz runs of the readers of untrusted input and of the
-# permission rule matcher.
-test: lint sdk-test mcp-deps test-deps e2e-bin
-	E2E_STOKE_BINARY=$(E2E_BIN) $(GO) test -race -count=1 -shuffle=on -timeout $(TEST_TIMEOUT) $$($(GO) list $(PKGS) | grep -v /e2e/sdk$$)
+# Everything CI runs: vet, staticcheck, the Claude Agent SDK suite, the ACP suite, the
+# race-enabled tests of every other package (e2e included, and with it the release
+# configuration check, e2e TestReleaseConfig), and short fuzz runs of the readers of
+# untrusted input and of the permission rule matcher. Test artifacts (the report
+# screenshots of e2e/report) are kept under bin/test/artifacts.
+test: lint sdk-test acp-test mcp-deps report-deps test-deps e2e-bin
+	mkdir -p $(ARTIFACTS)
+	E2E_STOKE_BINARY=$(E2E_BIN) $(GO) test -race -count=1 -shuffle=on -timeout $(TEST_TIMEOUT) -artifacts -outputdir $(ARTIFACTS) $$($(GO) list $(PKGS) | grep -v -e /e2e/sdk$$ -e /e2e/acp$$)
 	$(MAKE) fuzz
 
 # The stoke binaries the end-to-end suites run (e2e: -race -cover; e2e/sdk: -race), built
@@ -49,6 +51,7 @@ test: lint sdk-test mcp-deps test-deps e2e-bin
 # timer. The suites check that the binary named in E2E_STOKE_BINARY / SDK_STOKE_BINARY
 # was built as they need, and build their own when the variable is unset (go test ./e2e).
 TESTBIN := $(CURDIR)/bin/test
+ARTIFACTS := $(TESTBIN)/artifacts
 E2E_BIN := $(TESTBIN)/stoke-e2e
 SDK_BIN := $(TESTBIN)/stoke-sdk
 # The bound on each test binary's run: generous, for a loaded 2-core machine (the go
@@ -62,13 +65,18 @@ sdk-bin:
 	$(GO) build -race -buildvcs=auto -o $(SDK_BIN) .
 
 # What the tests need from Debian: tmux, for the progress line in a real terminal
-# (e2e TestProgressInTerminal). Installed when missing and we are root (CI); otherwise
-# that one test skips and says why.
+# (e2e TestProgressInTerminal), and chromium, the browser that opens the reports
+# (e2e/report TestBrowser; about 45 s to install on a fresh machine). Installed when
+# missing and we are root (CI); otherwise those tests skip and say why.
 test-deps:
-	@command -v tmux >/dev/null 2>&1 || { \
+	@missing=""; \
+	command -v tmux >/dev/null 2>&1 || missing="$$missing tmux"; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	if [ -n "$$missing" ]; then \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null; \
-		else echo "tmux is missing and cannot be installed here: TestProgressInTerminal will skip"; fi; }
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+		else echo "missing and cannot be installed here:$$missing (TestProgressInTerminal needs tmux, e2e/report TestBrowser chromium: they will skip)"; fi; \
+	fi
 
 # goreleaser, run through `go tool` from its own modfile (.ci/goreleaser.mod) so that its
 # large dependency tree stays out of go.mod. Its first run builds it from source: about
@@ -105,8 +113,8 @@ vuln:
 unit:
 	$(GO) test -race -count=1 -shuffle=on -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v /e2e)
 
-e2e: mcp-deps e2e-bin sdk-bin
-	E2E_STOKE_BINARY=$(E2E_BIN) SDK_STOKE_BINARY=$(SDK_BIN) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./e2e/...
+e2e: mcp-deps acp-deps report-deps test-deps e2e-bin sdk-bin
+	E2E_STOKE_BINARY=$(E2E_BIN) SDK_STOKE_BINARY=$(SDK_BIN) ACP_STOKE_BINARY=$(SDK_BIN) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./e2e/...
 
 # The SDK suite (e2e/sdk): node's test runner drives the built stoke through the official
 # @anthropic-ai/claude-agent-sdk and Qwen Code's @qwen-code/sdk, and the pinned typescript
@@ -126,6 +134,24 @@ sdk-deps: $(SDK_STAMP)
 sdk-test: sdk-deps sdk-bin
 	SDK_STOKE_BINARY=$(SDK_BIN) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./$(SDK_DIR)/
 
+# The ACP suite (e2e/acp): node's test runner drives `stoke --acp` through the official
+# Agent Client Protocol TypeScript client (@agentclientprotocol/sdk), and ajv checks every
+# message stoke sends against the ACP JSON schema that package ships; both installed from
+# the npm registry into e2e/acp/node_modules at the versions package-lock.json pins
+# (again only when the lock changes). Needs node 20+. It runs the -race binary sdk-bin
+# builds.
+ACP_DIR   := e2e/acp
+ACP_STAMP := $(ACP_DIR)/node_modules/.stoke-installed
+
+$(ACP_STAMP): $(ACP_DIR)/package.json $(ACP_DIR)/package-lock.json
+	cd $(ACP_DIR) && npm ci --omit=optional --no-audit --no-fund
+	touch $@
+
+acp-deps: $(ACP_STAMP)
+
+acp-test: acp-deps sdk-bin
+	ACP_STOKE_BINARY=$(SDK_BIN) $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./$(ACP_DIR)/
+
 # Real MCP servers for the e2e scripts mcp_*.txtar (@modelcontextprotocol/server-everything
 # and server-filesystem), installed from the npm registry into e2e/mcp/node_modules at
 # the versions package-lock.json pins (again only when the lock changes). Needs node 20+.
@@ -138,6 +164,21 @@ $(MCP_STAMP): $(MCP_DIR)/package.json $(MCP_DIR)/package-lock.json
 
 mcp-deps: $(MCP_STAMP)
 
+# The browser test of the reports (e2e/report): playwright-core, which drives Debian's
+# chromium (make test-deps; playwright's own browser download is never used), and
+# mermaid, whose browser bundle renders the Markdown report's gantt as GitHub would;
+# installed from the npm registry into e2e/report/node_modules at the versions
+# package-lock.json pins (again only when the lock changes; about 30 s, 170 MB). Needs
+# node 20+.
+REPORT_DIR   := e2e/report
+REPORT_STAMP := $(REPORT_DIR)/node_modules/.stoke-installed
+
+$(REPORT_STAMP): $(REPORT_DIR)/package.json $(REPORT_DIR)/package-lock.json
+	cd $(REPORT_DIR) && npm ci --omit=optional --no-audit --no-fund
+	touch $@
+
+report-deps: $(REPORT_STAMP)
+
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecoder$$' -fuzztime $(FUZZTIME) ./streamjson
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeTranscript$$' -fuzztime $(FUZZTIME) ./agents/store
@@ -146,12 +187,12 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeSidecar$$' -fuzztime $(FUZZTIME) ./agents
 	$(GO) test -run '^$$' -fuzz '^FuzzRules$$' -fuzztime $(FUZZTIME) ./agents/permission
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./agents/llm/cassette
-	$(GO) test -run '^$$' -fuzz '^FuzzParseDefinition$$' -fuzztime $(FUZZTIME) ./agents
+	$(GO) test -run '^$$' -fuzz '^FuzzParseDefinition$$' -fuzztime $(FUZZTIME) ./agents/catalog
 
 # Benchmarks: in-process (continuation overhead, encoder) and whole-process (wall time and
 # peak RSS of `stoke version`, a one-turn scripted run, the nonce scenario).
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count=1 $$($(GO) list $(PKGS) | grep -v /e2e/sdk$$)
+	$(GO) test -run '^$$' -bench . -benchmem -count=1 $$($(GO) list $(PKGS) | grep -v -e /e2e/sdk$$ -e /e2e/acp$$)
 
 # The product's proof on the bundled scripted model: a background agent keeps a nonce, is
 # continued with send_message on the same task id, and answers from the history it kept.

@@ -7,6 +7,7 @@ toolchain go1.26.11
 require (
 	github.com/anthropics/anthropic-sdk-go/v2 v2.16.0
 	github.com/bmatcuk/doublestar/v4 v4.10.4
+	github.com/coder/acp-go-sdk v0.13.0
 	github.com/go-viper/mapstructure/v2 v2.5.0
 	github.com/google/go-cmp v0.7.0
 	github.com/google/jsonschema-go v0.4.3

@@ -4,11 +4,14 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/stoke-cli/stoke/agents/catalog"
 	"github.com/stoke-cli/stoke/agents/hooks"
 	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/runtime"
 	"github.com/stoke-cli/stoke/agents/store"
 	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/agents/trace"
+	"github.com/stoke-cli/stoke/agents/worktree"
 	"github.com/stoke-cli/stoke/streamjson"
 )
 
@@ -22,17 +25,18 @@ type RegistryConfig struct {
 	CWD       string
 	Model     llm.Model
 	ModelName string
-	Catalog   Catalog
+	Catalog   catalog.Catalog
 	// MaxBackground caps running background turns: launches and continuations
 	// (DefaultMaxBackground when 0). Over it, they wait in a FIFO queue.
 	MaxBackground int
-	// MaxQueued bounds that queue (DefaultMaxQueued when 0); a launch or continuation past
-	// it fails.
+	// MaxQueued bounds that queue (DefaultMaxQueued when 0; NoQueue: no queue at all); a
+	// launch or continuation past it fails.
 	MaxQueued int
 	// MaxForeground caps running foreground launches (DefaultMaxForeground when 0); the
 	// others wait their turn, in the order the model wrote the calls.
 	MaxForeground int
-	// MaxRetained caps settled rows (DefaultMaxRetained when 0).
+	// MaxRetained caps settled rows (DefaultMaxRetained when 0): past it, the oldest
+	// settled are dropped, never one whose notification the parent has not been handed.
 	MaxRetained int
 	// BackgroundAgents enables run_in_background.
 	BackgroundAgents bool
@@ -46,7 +50,7 @@ type RegistryConfig struct {
 	Notify func(Notification)
 	// SubagentTools returns the tool set prepared for a new runtime of def, working in root
 	// (a worktree) or, when root is empty, in the session's working directory.
-	SubagentTools func(def Definition, root string) *tools.Set
+	SubagentTools func(def catalog.Definition, root string) *tools.Set
 	// Hooks are the command hooks from settings; a definition's own hooks add to them.
 	Hooks hooks.Config
 	// HookRunner runs hooks; nil runs none.
@@ -56,7 +60,12 @@ type RegistryConfig struct {
 	// Tracer records one trace per agent turn; nil records nothing.
 	Tracer trace.Tracer
 	// NewRuntime constructs runtimes (tests count constructions); nil means NewRuntime.
-	NewRuntime func(RuntimeConfig) *Runtime
+	NewRuntime func(runtime.Config) *runtime.Runtime
+	// Head names what the working directory has checked out (nil: the git HEAD of CWD,
+	// worktree.GitHead; nothing without a CWD). A resident runtime made under one head is
+	// released when a continuation finds another (a branch switch): the turn revives.
+	// Safe for concurrent use.
+	Head func() string
 	// OnDispose is called once per runtime a task gives up (tests).
 	OnDispose func(TaskID)
 	NewID     func(LaunchRequest) TaskID // nil: NewTaskID; a replay gives each launch its recorded id
@@ -101,6 +110,9 @@ const (
 	// DefaultMaxQueued bounds the queue of background turns waiting for a slot
 	// (--max-queued).
 	DefaultMaxQueued = 1000
+	// NoQueue is the MaxQueued of no queue (--max-queued 0): a launch or continuation over
+	// MaxBackground fails at once, and the task tool asks the model to collect one first.
+	NoQueue = -1
 	// DefaultMaxForeground caps running foreground launches (--max-foreground).
 	DefaultMaxForeground = 8
 	// DefaultMaxRetained caps the settled rows a registry keeps, and the completed ones a
@@ -120,7 +132,7 @@ func withRegistryDefaults(cfg RegistryConfig) RegistryConfig {
 	if cfg.MaxBackground <= 0 {
 		cfg.MaxBackground = DefaultMaxBackground
 	}
-	if cfg.MaxQueued <= 0 {
+	if cfg.MaxQueued == 0 || cfg.MaxQueued < NoQueue {
 		cfg.MaxQueued = DefaultMaxQueued
 	}
 	if cfg.MaxForeground <= 0 {
@@ -133,10 +145,19 @@ func withRegistryDefaults(cfg RegistryConfig) RegistryConfig {
 		cfg.Emit = func(streamjson.Event) {}
 	}
 	if cfg.Notify == nil {
-		cfg.Notify = func(Notification) {}
+		cfg.Notify = func(n Notification) { n.Delivered() } // nobody to hand it to
+	}
+	if cfg.Head == nil {
+		cwd := cfg.CWD
+		cfg.Head = func() string {
+			if cwd == "" {
+				return ""
+			}
+			return worktree.GitHead(cwd)
+		}
 	}
 	if cfg.NewRuntime == nil {
-		cfg.NewRuntime = NewRuntime
+		cfg.NewRuntime = runtime.New
 	}
 	if cfg.NewID == nil {
 		cfg.NewID = func(LaunchRequest) TaskID { return NewTaskID() }
@@ -148,7 +169,7 @@ func withRegistryDefaults(cfg RegistryConfig) RegistryConfig {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Catalog == nil {
-		cfg.Catalog = NewCatalog(BuiltinDefinitions()...)
+		cfg.Catalog = catalog.New(catalog.BuiltinDefinitions()...)
 	}
 	if cfg.ModelName == "" && cfg.Model != nil {
 		cfg.ModelName = cfg.Model.Name()

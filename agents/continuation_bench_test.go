@@ -7,6 +7,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/stoke-cli/stoke/agents/catalog"
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/store"
 	"github.com/stoke-cli/stoke/streamjson"
@@ -35,9 +36,9 @@ func benchRegistry(b *testing.B, n int, typ string) (*Registry, TaskID, string) 
 	dir := b.TempDir()
 	reg := NewRegistry(context.Background(), RegistryConfig{
 		SessionID: "bench", Store: store.At(dir), Model: instantModel{}, MaxBackground: 4, BackgroundAgents: true,
-		Catalog: NewCatalog(
-			Definition{Name: "hot", Prompt: "p"},
-			Definition{Name: "cold", Prompt: "p", HasHooks: true},
+		Catalog: catalog.New(
+			catalog.Definition{Name: "hot", Prompt: "p"},
+			catalog.Definition{Name: "cold", Prompt: "p", HasHooks: true},
 		),
 	})
 	b.Cleanup(reg.Shutdown)

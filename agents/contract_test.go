@@ -6,9 +6,13 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 
+	"github.com/stoke-cli/stoke/agents/catalog"
 	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/runtime"
 	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/streamjson"
 )
@@ -83,7 +87,7 @@ func TestBackgroundCap(t *testing.T) {
 		t.Fatalf("launch past the queue: err = %v, want ErrNoSlot", err)
 	}
 	res = h.call(h.ctx(), ToolTask, map[string]any{"description": "d", "prompt": "sixth", "run_in_background": true})
-	if !res.IsError || !strings.Contains(res.Content, "Collect one with task(task_id)") || !strings.Contains(res.Content, "wait") {
+	if !res.IsError || !strings.Contains(res.Content, "Collect one first with task(task_id)") || !strings.Contains(res.Content, "wait") {
 		t.Fatalf("task tool result past the queue = %+v", res)
 	}
 	res = h.call(h.ctx(), ToolSendMessage, map[string]any{"task_id": string(quick2), "message": "more"})
@@ -177,37 +181,49 @@ func TestCollectNoWaitOnRunningTask(t *testing.T) {
 }
 
 // Seed 003: repeated and parallel collects return the identical record, and the child
-// model gets exactly one request.
+// model gets exactly one request. The parallel collects are all waiting on the running
+// child (synctest.Wait: every other goroutine of the bubble is blocked) before it is let
+// answer.
 func TestRepeatedAndParallelCollects(t *testing.T) {
 	t.Parallel()
-	g := newGate("", "CHILDRESULT")
-	h := newHarness(t, g.gen)
-	id := taskIDOf(t, h.call(h.ctx(), ToolTask, map[string]any{"description": "d", "prompt": "p", "run_in_background": true}))
-	g.wait(t)
+	synctest.Test(t, func(t *testing.T) {
+		g := newGate("", "CHILDRESULT")
+		h := newHarness(t, g.gen)
+		id := taskIDOf(t, h.call(h.ctx(), ToolTask, map[string]any{"description": "d", "prompt": "p", "run_in_background": true}))
+		g.wait(t)
 
-	const n = 8
-	results := make([]tools.Result, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() { results[i] = h.call(h.ctx(), ToolTask, map[string]any{"task_id": string(id)}) })
-	}
-	close(g.release)
-	wg.Wait()
-	later := h.call(h.ctx(), ToolTask, map[string]any{"task_id": string(id), "prompt": "ignored", "description": "ignored"})
-	for i, r := range append(results, later) {
-		if r != later {
-			t.Errorf("collect %d = %+v, differs from %+v", i, r, later)
+		const n = 8
+		results := make([]tools.Result, n)
+		var returned atomic.Int32
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				results[i] = h.call(h.ctx(), ToolTask, map[string]any{"task_id": string(id)})
+				returned.Add(1)
+			})
 		}
-	}
-	if later.IsError || !strings.Contains(later.Content, "CHILDRESULT") || !strings.HasPrefix(later.Content, "task_id: "+string(id)+"\n") {
-		t.Fatalf("collect = %+v", later)
-	}
-	if got := len(h.model.requests()); got != 1 {
-		t.Fatalf("child model got %d requests, want 1", got)
-	}
-	if got := len(h.started(id)); got != 1 {
-		t.Fatalf("%d task_started events, want 1", got)
-	}
+		synctest.Wait() // all n collects block on the child's turn
+		if k := returned.Load(); k != 0 {
+			t.Fatalf("%d collects returned while the child was running", k)
+		}
+		close(g.release)
+		wg.Wait()
+		later := h.call(h.ctx(), ToolTask, map[string]any{"task_id": string(id), "prompt": "ignored", "description": "ignored"})
+		for i, r := range append(results, later) {
+			if r != later {
+				t.Errorf("collect %d = %+v, differs from %+v", i, r, later)
+			}
+		}
+		if later.IsError || !strings.Contains(later.Content, "CHILDRESULT") || !strings.HasPrefix(later.Content, "task_id: "+string(id)+"\n") {
+			t.Fatalf("collect = %+v", later)
+		}
+		if got := len(h.model.requests()); got != 1 {
+			t.Fatalf("child model got %d requests, want 1", got)
+		}
+		if got := len(h.started(id)); got != 1 {
+			t.Fatalf("%d task_started events, want 1", got)
+		}
+	})
 }
 
 // Seed 003: an errored child collected twice gives the same outcome without a re-prompt.
@@ -229,11 +245,11 @@ func TestErroredChildCollectedTwice(t *testing.T) {
 		t.Fatalf("child model got %d requests, want 1", got)
 	}
 	row, _ := h.reg.Get(id)
-	if row.Status != StatusFailed || row.LastOutcome.Reason != ReasonError || row.Interrupted {
+	if row.Status != StatusFailed || row.LastOutcome.Reason != runtime.ReasonError || row.Interrupted {
 		t.Fatalf("row = %+v", row)
 	}
 	n := h.notifications(id)
-	if len(n) != 1 || n[0].Status != streamjson.StatusFailed || n[0].Reason != ReasonError {
+	if len(n) != 1 || n[0].Status != streamjson.StatusFailed || n[0].Reason != runtime.ReasonError {
 		t.Fatalf("notifications = %+v", n)
 	}
 	if h.disposals(id) != 1 || h.reg.Resident(id) {
@@ -269,7 +285,7 @@ func TestPartialFindingsAfterCancellation(t *testing.T) {
 			tc.cancel(h, id)
 			res := h.call(h.ctx(), ToolTask, map[string]any{"task_id": string(id)})
 			row, _ := h.reg.Get(id)
-			if row.Status != tc.status || !row.Interrupted || row.LastOutcome.Text != "PARTIAL-FINDINGS so far" || row.LastOutcome.Reason != ReasonCancelled {
+			if row.Status != tc.status || !row.Interrupted || row.LastOutcome.Text != "PARTIAL-FINDINGS so far" || row.LastOutcome.Reason != runtime.ReasonCancelled {
 				t.Fatalf("row = %+v", row)
 			}
 			if !strings.Contains(res.Content, "partial findings") || !strings.Contains(res.Content, "PARTIAL-FINDINGS so far") {
@@ -348,7 +364,7 @@ func TestBackgroundAgentsOff(t *testing.T) {
 func TestUnknownSubagentType(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, replyText("x"), func(c *RegistryConfig) {
-		c.Catalog = NewCatalog(append(BuiltinDefinitions(), Definition{Name: "reviewer"})...)
+		c.Catalog = catalog.New(append(catalog.BuiltinDefinitions(), catalog.Definition{Name: "reviewer"})...)
 	})
 	res := h.call(h.ctx(), ToolTask, map[string]any{"description": "d", "prompt": "p", "subagent_type": "nope", "run_in_background": true})
 	if !res.IsError || !strings.Contains(res.Content, `unknown subagent_type "nope"`) || !strings.Contains(res.Content, "general-purpose, reviewer") {

@@ -3,15 +3,8 @@ package agents
 import "errors"
 
 var (
-	// ErrBusy: Execute was called while a turn of the same runtime is running.
-	ErrBusy = errors.New("agent is busy with another turn")
-	// ErrDisposed: the runtime or controller was disposed.
-	ErrDisposed = errors.New("agent runtime disposed")
-	// ErrMaxSteps: the turn reached its cap on model calls.
-	ErrMaxSteps = errors.New("reached maximum number of turns")
-	// ErrStopLoop: a Stop or SubagentStop hook blocked one turn from ending more times than
-	// allowed (RuntimeConfig.MaxStopBlocks). The turn ends with ReasonMaxTurns.
-	ErrStopLoop = errors.New("a stop hook kept blocking the agent from stopping")
+	// ErrMaxTime: a turn of a subagent ran for its definition's MaxTime.
+	ErrMaxTime = errors.New("reached the agent's time limit (runConfig.max_time_minutes)")
 	// ErrStopped is the cancel cause of a turn stopped by task_stop.
 	ErrStopped = errors.New("stopped by task_stop")
 	// ErrShutdown is the cancel cause of turns cancelled by registry shutdown or reset.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/stoke-cli/stoke/agents/catalog"
 	"github.com/stoke-cli/stoke/agents/hooks"
 	"github.com/stoke-cli/stoke/streamjson"
 )
@@ -12,7 +13,7 @@ import (
 type TurnInfo struct {
 	TaskID TaskID
 	// Definition is the task's subagent type.
-	Definition   Definition
+	Definition   catalog.Definition
 	Turn         int
 	Continuation streamjson.Continuation // fresh, resident or revived
 	Background   bool

@@ -10,7 +10,9 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/stoke-cli/stoke/agents/catalog"
 	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/runtime"
 	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/streamjson"
 )
@@ -26,8 +28,8 @@ func fanOut(n int, background bool) []llm.Block {
 }
 
 // parentOf returns a parent runtime over h's registry, its task tools and h's model.
-func parentOf(h *harness) *Runtime {
-	return NewRuntime(RuntimeConfig{Agent: "parent", Model: h.model, Tools: func() *tools.Set { return tools.NewSet(TaskTools(h.reg)...) }})
+func parentOf(h *harness) *runtime.Runtime {
+	return runtime.New(runtime.Config{Agent: "parent", Model: h.model, Order: TaskToolOrder, Tools: func() *tools.Set { return tools.NewSet(TaskTools(h.reg)...) }})
 }
 
 // startedOrder returns the descriptions of the task_started events of turn 1, in order.
@@ -83,7 +85,7 @@ func TestHundredBackgroundLaunchesQueueInOrder(t *testing.T) {
 	})
 	parent := parentOf(h)
 	res, err := parent.Execute(h.ctx(), llm.UserText("fan out"))
-	if err != nil || res.Reason != ReasonCompleted {
+	if err != nil || res.Reason != runtime.ReasonCompleted {
 		t.Fatalf("parent turn: %v %+v", err, res)
 	}
 	// The tool results: the first four run at once, the others are told their position.
@@ -149,7 +151,7 @@ func TestForegroundFanOutIsCapped(t *testing.T) {
 		answer(yield, "done "+req.Messages[0].Text())
 	}, func(c *RegistryConfig) { c.MaxForeground = limit })
 	res, err := parentOf(h).Execute(h.ctx(), llm.UserText("fan out"))
-	if err != nil || res.Reason != ReasonCompleted || res.FinalText != fmt.Sprintf("%d results", n) {
+	if err != nil || res.Reason != runtime.ReasonCompleted || res.FinalText != fmt.Sprintf("%d results", n) {
 		t.Fatalf("parent turn: %v %+v", err, res)
 	}
 	if p := peak.Load(); p != limit {
@@ -218,30 +220,60 @@ func TestQueuedTasksStopSendCancel(t *testing.T) {
 	}
 }
 
-// Issue 12: CancelAll (signals, --background-on-exit cancel) ends queued turns cancelled,
-// without a model call, each with its notification.
-func TestCancelAllCancelsTheQueue(t *testing.T) {
+// Issues 12 and 23: CancelAll (signals, --timeout, --background-on-exit cancel) ends
+// queued turns without a model call, each with its notification; nothing promised is
+// dropped: each is paused, its instruction kept, and a send_message runs it (a launch
+// fresh, as its turn 1: its prompt first, then the message).
+func TestCancelAllKeepsTheQueue(t *testing.T) {
 	t.Parallel()
 	g := newGate("", "held")
-	h := newHarness(t, g.gen, func(c *RegistryConfig) { c.MaxBackground = 1 })
+	h := newHarness(t, func(ctx context.Context, req llm.Request, yield func(llm.Event, error) bool) {
+		if last := req.Messages[len(req.Messages)-1].Text(); strings.HasPrefix(last, "later") {
+			answer(yield, "did: "+last)
+			return
+		}
+		g.gen(ctx, req, yield)
+	}, func(c *RegistryConfig) { c.MaxBackground = 1 })
 	h.launchBG("hold")
 	g.wait(t)
 	var queued []TaskID
-	for range 5 {
-		queued = append(queued, h.launchBG("later"))
+	for i := range 5 {
+		queued = append(queued, h.launchBG(fmt.Sprintf("later %d", i)))
+	}
+	if row, _ := h.reg.Get(queued[0]); row.Status != StatusQueued || !row.NotStarted || row.Pending != "later 0" {
+		t.Fatalf("queued row = %+v", row)
 	}
 	h.reg.CancelAll(ErrShutdown)
 	if err := h.reg.Wait(h.ctx()); err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range queued {
+	for i, id := range queued {
 		row, _ := h.reg.Get(id)
-		if row.Status != StatusCancelled || len(h.notifications(id)) != 1 {
+		if row.Status != StatusPaused || !row.Interrupted || !row.NotStarted || row.Pending != fmt.Sprintf("later %d", i) || row.Turn != 1 || row.blocked() != "" {
 			t.Fatalf("queued %s after CancelAll = %+v", id, row)
+		}
+		if n := h.notifications(id); len(n) != 1 || n[0].Status != streamjson.StatusStopped {
+			t.Fatalf("notifications of %s = %+v", id, n)
 		}
 	}
 	if n := len(h.model.requests()); n != 1 {
 		t.Fatalf("%d model calls, want only the holder's", n)
+	}
+	res := h.call(h.ctx(), ToolTask, map[string]any{"task_id": string(queued[0])})
+	if !strings.Contains(res.Content, "interrupted: true\nTask interrupted before it started: it was queued when the run ended (registry shut down)") {
+		t.Fatalf("collect of a turn that never started = %q", res.Content)
+	}
+	close(g.release)
+	sent := h.call(h.ctx(), ToolSendMessage, map[string]any{"task_id": string(queued[0]), "message": "now go"})
+	if sent.IsError || !strings.Contains(sent.Content, "it runs now as turn 1, its prompt first, then your message") {
+		t.Fatalf("send_message to a launch that never started = %+v", sent)
+	}
+	row := h.collect(queued[0])
+	if row.Status != StatusCompleted || row.Turn != 1 || row.LastOutcome.Text != "did: later 0\n\nnow go" || row.NotStarted || row.Pending != "" {
+		t.Fatalf("its turn = %+v", row)
+	}
+	if st := h.started(queued[0]); len(st) != 2 || st[1].Turn != 1 || st[1].Continuation != streamjson.ContinuationFresh {
+		t.Fatalf("task_started of the fresh start = %+v", st)
 	}
 }
 
@@ -269,18 +301,18 @@ func TestSubagentStopHookThatAlwaysBlocks(t *testing.T) {
 	h := newHarness(t, replyText("finished, I think"), func(c *RegistryConfig) { c.Lifecycle = hook })
 	id := h.launchBG("work")
 	row := h.collect(id)
-	if row.Status != StatusFailed || row.LastOutcome.Reason != ReasonMaxTurns || !strings.Contains(row.LastOutcome.Error, "stop hook kept blocking") {
+	if row.Status != StatusFailed || row.LastOutcome.Reason != runtime.ReasonMaxTurns || !strings.Contains(row.LastOutcome.Error, "stop hook kept blocking") {
 		t.Fatalf("row = %+v", row)
 	}
-	if n := len(h.model.requests()); n != DefaultMaxStopBlocks+1 {
-		t.Fatalf("%d model calls, want %d", n, DefaultMaxStopBlocks+1)
+	if n := len(h.model.requests()); n != runtime.DefaultMaxStopBlocks+1 {
+		t.Fatalf("%d model calls, want %d", n, runtime.DefaultMaxStopBlocks+1)
 	}
 	hook.mu.Lock()
 	defer hook.mu.Unlock()
-	if len(hook.active) != DefaultMaxStopBlocks+1 || hook.active[0] || !hook.active[1] {
+	if len(hook.active) != runtime.DefaultMaxStopBlocks+1 || hook.active[0] || !hook.active[1] {
 		t.Fatalf("stop_hook_active flags = %v", hook.active)
 	}
-	if n := h.notifications(id); len(n) != 1 || n[0].Status != streamjson.StatusFailed || n[0].Reason != ReasonMaxTurns {
+	if n := h.notifications(id); len(n) != 1 || n[0].Status != streamjson.StatusFailed || n[0].Reason != runtime.ReasonMaxTurns {
 		t.Fatalf("notifications = %+v", n)
 	}
 }
@@ -292,7 +324,7 @@ func TestNotificationsMessageIsBounded(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("é", NotifyResultBytes) // 2 bytes each
 	note := func(i int, text string) Notification {
-		return Notification{Row: Row{TaskID: TaskID(fmt.Sprintf("a%016x", i)), Turn: 1, Description: "d", SubagentType: GeneralPurpose,
+		return Notification{Row: Row{TaskID: TaskID(fmt.Sprintf("a%016x", i)), Turn: 1, Description: "d", SubagentType: catalog.GeneralPurpose,
 			Transcript: "/home/s/agents/x.jsonl", LastOutcome: Outcome{Text: text}}, ToolUseID: "call", Status: "completed"}
 	}
 	one := NotificationsMessage([]Notification{note(0, long)})

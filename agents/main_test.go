@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/runtime"
 	"github.com/stoke-cli/stoke/agents/store"
 	"github.com/stoke-cli/stoke/streamjson"
 )
@@ -134,11 +136,13 @@ type harness struct {
 
 	// hook, when set before the registry is used, sees every event before it is recorded.
 	hook func(streamjson.Event)
-	// cancelRun cancels the run's context the registry lives under (a signal, --timeout).
+	// run is the run's context the registry lives under; cancelRun cancels it (a signal,
+	// --timeout).
+	run       context.Context
 	cancelRun func()
 
 	mu       sync.Mutex
-	runtimes []*Runtime
+	runtimes []*runtime.Runtime
 	disposed map[TaskID]int
 	events   []streamjson.Event
 	notes    []llm.Message
@@ -166,9 +170,10 @@ func newHarness(t *testing.T, fn genFunc, mod ...func(*RegistryConfig)) *harness
 			h.mu.Lock()
 			h.notes = append(h.notes, NotificationsMessage([]Notification{n}))
 			h.mu.Unlock()
+			n.Delivered() // the harness is the parent: it has it at once
 		},
-		NewRuntime: func(c RuntimeConfig) *Runtime {
-			rt := NewRuntime(c)
+		NewRuntime: func(c runtime.Config) *runtime.Runtime {
+			rt := runtime.New(c)
 			h.mu.Lock()
 			h.runtimes = append(h.runtimes, rt)
 			h.mu.Unlock()
@@ -185,7 +190,7 @@ func newHarness(t *testing.T, fn genFunc, mod ...func(*RegistryConfig)) *harness
 		f(&cfg)
 	}
 	run, cancel := context.WithCancelCause(context.Background())
-	h.cancelRun = func() { cancel(errors.New("interrupted")) }
+	h.run, h.cancelRun = run, func() { cancel(errors.New("interrupted")) }
 	h.reg = NewRegistry(run, cfg)
 	t.Cleanup(func() { h.reg.Shutdown(); cancel(nil) })
 	return h
@@ -242,7 +247,7 @@ func (h *harness) runtimeCount() int {
 	return len(h.runtimes)
 }
 
-func (h *harness) runtime(i int) *Runtime {
+func (h *harness) runtime(i int) *runtime.Runtime {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if i >= len(h.runtimes) {
@@ -292,4 +297,31 @@ func messagesText(msgs []llm.Message) string {
 		}
 	}
 	return b.String()
+}
+
+// gitRepo returns a new git repository with one commit (the test is skipped without git).
+func gitRepo(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"init", "-q", "-b", "main"},
+		{"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "root"},
+	} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v: %s", args, err, out)
+		}
+	}
+	return dir
+}
+
+// disposed reports whether rt was closed: a closed runtime refuses every turn. (On a
+// runtime still open the probe runs a turn, and the test fails anyway.)
+func disposed(rt *runtime.Runtime) bool {
+	_, err := rt.Execute(context.Background(), llm.UserText("probe"))
+	return errors.Is(err, runtime.ErrDisposed)
 }

@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/runtime"
 
 	"github.com/stoke-cli/stoke/streamjson"
 )
@@ -30,7 +31,7 @@ func taskNotification(row Row, t turn) *streamjson.TaskNotification {
 		n.Status = streamjson.StatusCompleted
 	case StatusCancelled, StatusPaused:
 		// The SDKs' word for a turn cut short; the row says whether it can go on.
-		n.Status, n.Reason = streamjson.StatusStopped, "cancelled"
+		n.Status, n.Reason = streamjson.StatusStopped, runtime.ReasonCancelled
 	default:
 		n.Status, n.Reason = streamjson.StatusFailed, row.LastOutcome.Reason
 	}
@@ -47,6 +48,19 @@ type Notification struct {
 	ToolUseID string
 	// Status is streamjson's word for how it ended: completed, failed or stopped.
 	Status string
+	// ack tells the task's controller of the delivery (Delivered); nil for none.
+	ack func()
+}
+
+// Delivered records that the parent has been handed n: the consumer of
+// RegistryConfig.Notify calls it once the parent has the notification (the run loop's
+// mailbox, as the parent reads it). Until then the task's row is kept however many rows
+// settle after it (MaxRetained), for the parent may still collect or continue it. Safe
+// for concurrent use; calls after the first do nothing.
+func (n Notification) Delivered() {
+	if n.ack != nil {
+		n.ack()
+	}
 }
 
 // The size of what the parent reads of background turns' ends: a result longer than its
@@ -94,6 +108,8 @@ func (n Notification) text(limit int, note bool) string {
 	fmt.Fprintf(&b, "<turn>%d</turn>\n", row.Turn)
 	summary := fmt.Sprintf("Agent %q (%s) %s turn %d.", row.Description, row.SubagentType, n.Status, row.Turn)
 	switch {
+	case row.Interrupted && row.neverStarted():
+		summary += " " + interruptedNote(row)
 	case row.Status == StatusPaused:
 		summary += " It was interrupted when the run ended, before it finished; the result holds its partial findings, and send_message continues it."
 	case row.Interrupted:
@@ -119,6 +135,26 @@ func (n Notification) text(limit int, note bool) string {
 	}
 	b.WriteString("</task-notification>")
 	return b.String()
+}
+
+// interruptedNote says, for the parent, what an interrupted turn of row left: its
+// partial findings (the text it had produced), or none when it never started, and how it
+// may go on. It opens with the words of the synchronous path of seed 003.
+func interruptedNote(row Row) string {
+	why := row.LastOutcome.Error
+	if why == "" {
+		why = "cancelled"
+	}
+	switch {
+	case row.neverStarted() && row.Status == StatusPaused:
+		return fmt.Sprintf("Task interrupted before it started: it was queued when the run ended (%s), so it has no findings. send_message starts it: the instruction it was queued with runs first, then your message.", why)
+	case row.neverStarted():
+		return fmt.Sprintf("Task interrupted before it started (%s): it has no findings.", why)
+	case row.Status == StatusPaused:
+		return fmt.Sprintf("Task interrupted. These are partial findings, from before the run ended (%s); send_message continues it:", why)
+	default:
+		return fmt.Sprintf("Task interrupted. These are partial findings, from before it was stopped (%s):", why)
+	}
 }
 
 // cutResult is row's result, cut to at most limit bytes (at a character boundary) with a

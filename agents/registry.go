@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/stoke-cli/stoke/agents/catalog"
 	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/runtime"
 	"github.com/stoke-cli/stoke/agents/trace"
 	"github.com/stoke-cli/stoke/streamjson"
 )
@@ -40,10 +42,11 @@ type Registry struct {
 func NewRegistry(ctx context.Context, cfg RegistryConfig) *Registry {
 	cfg = withRegistryDefaults(cfg)
 	rctx, cancel := context.WithCancelCause(ctx)
+	queued := max(cfg.MaxQueued, 0) // NoQueue: none
 	r := &Registry{cfg: cfg, runner: localRunner{}, parent: ctx, ctx: rctx, cancel: cancel, tasks: make(map[TaskID]*controller),
-		bg: newSlots(cfg.MaxBackground, cfg.MaxQueued), fg: newSlots(cfg.MaxForeground, 0)}
+		bg: newSlots(cfg.MaxBackground, queued), fg: newSlots(cfg.MaxForeground, unbounded)}
 	hooks := CommandHooks{SessionID: cfg.SessionID, CWD: cfg.CWD, Config: cfg.Hooks, Runner: cfg.HookRunner, Logger: cfg.Logger}
-	r.env = &taskEnv{cfg: &r.cfg, lifecycle: Lifecycles(hooks, cfg.Lifecycle), settled: r.prune}
+	r.env = &taskEnv{cfg: &r.cfg, lifecycle: Lifecycles(hooks, cfg.Lifecycle), head: cfg.Head, settled: r.prune}
 	return r
 }
 
@@ -52,7 +55,7 @@ func NewRegistry(ctx context.Context, cfg RegistryConfig) *Registry {
 func (r *Registry) BackgroundEnabled() bool { return r.cfg.BackgroundAgents }
 
 // Catalog returns the subagent types (immutable; callers must not change it).
-func (r *Registry) Catalog() Catalog { return r.cfg.Catalog }
+func (r *Registry) Catalog() catalog.Catalog { return r.cfg.Catalog }
 
 // LaunchRequest is a fresh launch.
 type LaunchRequest struct {
@@ -77,7 +80,7 @@ type Launched struct {
 // and returns its outcome. A launch over the cap of its kind (MaxBackground,
 // MaxForeground) is queued: its row is queued until a slot frees, the oldest first; a
 // background launch past MaxQueued fails (wrapping ErrNoSlot). The task calls of one reply
-// take their places in the order the model wrote them (callorder.go). A launch racing
+// take their places in the order the model wrote them (TaskToolOrder). A launch racing
 // Shutdown either fails with ErrShutdown or runs a turn that Shutdown waits for. It takes
 // the registry's lock twice, briefly (the slot with the new row; the start of the turn),
 // never while the turn runs or waits.
@@ -112,7 +115,7 @@ func (r *Registry) Launch(ctx context.Context, req LaunchRequest) (Launched, err
 		pos    int
 		c      *controller
 	)
-	inCallOrder(ctx, func() {
+	runtime.Admit(ctx, func() {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		if r.closed {
@@ -123,7 +126,7 @@ func (r *Registry) Launch(ctx context.Context, req LaunchRequest) (Launched, err
 			return
 		}
 		if pos > 0 {
-			row.Status = StatusQueued
+			row.queue(req.Prompt)
 		}
 		c = newController(r.env, def, row, req.Background && def.Resident())
 		r.tasks[id] = c
@@ -176,6 +179,9 @@ type SendResult struct {
 	// Position is the new turn's place in the background queue (1: the next to start); 0
 	// when it started at once or the message went into a running turn.
 	Position int
+	// Pending: the turn runs the instruction it had been queued with first (the run ended
+	// before that turn started), then the message.
+	Pending bool
 }
 
 // Send delivers message to id: queued into a running (or queued) turn, or a new turn of a
@@ -194,8 +200,10 @@ func (r *Registry) Send(ctx context.Context, id TaskID, message, toolUseID strin
 		t      turn
 		tctx   context.Context
 		ticket *slotTicket
+		stale  released // a resident runtime made before a branch switch
 	)
-	inCallOrder(ctx, func() {
+	head := r.env.head() // before the lock: it reads the repository
+	runtime.Admit(ctx, func() {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		var ok bool
@@ -223,45 +231,24 @@ func (r *Registry) Send(ctx context.Context, id TaskID, message, toolUseID strin
 			return
 		}
 		var kind streamjson.Continuation
-		t, kind = c.continueTurn(r.cfg.Now().UTC(), message, toolUseID, pos > 0)
+		t, kind, stale = c.continueTurn(r.cfg.Now().UTC(), message, toolUseID, head, pos > 0)
 		t.caller = trace.SpanContextFrom(ctx)
 		t.slots, t.ticket = r.bg, ticket
 		tctx, t = c.schedule(r.ctx, t)
 		r.wg.Add(1)
-		res = SendResult{Continuation: kind, Position: pos}
+		res = SendResult{Continuation: kind, Position: pos, Pending: row.neverStarted()}
 	})
 	if err != nil || ticket == nil {
 		return res, err
 	}
+	if stale.rt != nil {
+		r.cfg.Logger.Info("released a resident agent: the branch changed", "task_id", id, "head", head)
+	}
+	c.dispose(stale)
 	res.Row = c.snapshot()
 	c.persist()
 	r.runner.start(tctx, c, t, r.wg.Done)
 	return res, nil
-}
-
-// Collect returns the recorded outcome of id's latest turn, waiting (under ctx) until it
-// has settled unless noWait is set (then a running turn is reported at once). It never
-// prompts the agent; repeated and parallel collects return the same record. It holds no
-// lock while it waits.
-func (r *Registry) Collect(ctx context.Context, id TaskID, noWait bool) (Row, error) {
-	c, err := r.lookup(id)
-	if err != nil {
-		return Row{}, err
-	}
-	row, done := c.state()
-	if noWait {
-		return row, nil
-	}
-	// Wait until the turn has settled fully, not only until it stopped running: a
-	// completed turn records its usage and emits its notification just after the
-	// running→completed transition, and every collect must return the same record.
-	select {
-	case <-done:
-	case <-ctx.Done():
-		return c.snapshot(), fmt.Errorf("collect interrupted: %w", context.Cause(ctx))
-	}
-	// The controller itself, not a lookup by id: the row may have been pruned meanwhile.
-	return c.snapshot(), nil
 }
 
 // Stop cancels id's running turn; its partial findings are kept. A queued turn leaves the

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stoke-cli/stoke/agents/catalog"
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/store"
 	"github.com/stoke-cli/stoke/agents/tools"
@@ -44,7 +45,7 @@ func TestSequentialTurnsShareChatAndTools(t *testing.T) {
 		// Answer from the history: the nonce of the first instruction.
 		answer(yield, "seen: "+strings.Join(strings.Fields(messagesText(req.Messages)), " "))
 	}, func(c *RegistryConfig) {
-		c.SubagentTools = func(Definition, string) *tools.Set { return tools.NewSet(nopTool("probe")) }
+		c.SubagentTools = func(catalog.Definition, string) *tools.Set { return tools.NewSet(nopTool("probe")) }
 	})
 	id := h.launchBG("Remember NONCE-7F3A9")
 	h.collect(id)
@@ -87,8 +88,8 @@ func TestSequentialTurnsShareChatAndTools(t *testing.T) {
 // its transcript, and the revived model request holds the turn-1 history.
 func TestSendWithoutResidentControllerRevives(t *testing.T) {
 	t.Parallel()
-	hooked := Definition{Name: "hooked", Prompt: "You have hooks.", HasHooks: true}
-	worktree := Definition{Name: "isolated", Prompt: "You are isolated.", Isolation: "worktree"}
+	hooked := catalog.Definition{Name: "hooked", Prompt: "You have hooks.", HasHooks: true}
+	worktree := catalog.Definition{Name: "isolated", Prompt: "You are isolated.", Isolation: "worktree"}
 	tests := []struct {
 		name string
 		req  LaunchRequest
@@ -102,7 +103,7 @@ func TestSendWithoutResidentControllerRevives(t *testing.T) {
 			t.Parallel()
 			repo := gitRepo(t)
 			h := newHarness(t, replyText("Stored."), func(c *RegistryConfig) {
-				c.Catalog = NewCatalog(append(BuiltinDefinitions(), hooked, worktree)...)
+				c.Catalog = catalog.New(append(catalog.BuiltinDefinitions(), hooked, worktree)...)
 				c.CWD = repo
 			})
 			row := h.launch(tc.req)
@@ -114,7 +115,7 @@ func TestSendWithoutResidentControllerRevives(t *testing.T) {
 			if n := h.disposals(id); n != 1 {
 				t.Fatalf("turn-1 controller disposed %d times, want 1", n)
 			}
-			if !h.runtime(0).closed.Load() {
+			if !disposed(h.runtime(0)) {
 				t.Fatal("turn-1 runtime not closed")
 			}
 
@@ -165,7 +166,7 @@ func TestSecondInstructionInTranscript(t *testing.T) {
 	if len(loaded.Warnings) != 0 {
 		t.Fatalf("warnings: %v", loaded.Warnings)
 	}
-	if loaded.Meta.TaskID != string(id) || loaded.Meta.SubagentType != GeneralPurpose {
+	if loaded.Meta.TaskID != string(id) || loaded.Meta.SubagentType != catalog.GeneralPurpose {
 		t.Fatalf("meta = %+v", loaded.Meta)
 	}
 	if loaded.Turns != 2 || loaded.LastStatus != string(StatusCompleted) || loaded.LastSummary != "ok" {
@@ -232,7 +233,7 @@ func TestDisposeExactlyOnce(t *testing.T) {
 			if n := h.disposals(id); n != 1 {
 				t.Fatalf("disposed %d times, want 1", n)
 			}
-			if !h.runtime(0).closed.Load() {
+			if !disposed(h.runtime(0)) {
 				t.Fatal("runtime not closed")
 			}
 			if h.reg.Resident(id) {
@@ -251,7 +252,7 @@ func TestDisposeExactlyOnce(t *testing.T) {
 // task_notification open while send_message continues the (already completed) task.
 func TestContinuationWaitsForPreviousTurn(t *testing.T) {
 	t.Parallel()
-	hooked := Definition{Name: "hooked", Prompt: "You have hooks.", HasHooks: true}
+	hooked := catalog.Definition{Name: "hooked", Prompt: "You have hooks.", HasHooks: true}
 	tests := []struct {
 		name string
 		req  LaunchRequest
@@ -273,7 +274,7 @@ func TestContinuationWaitsForPreviousTurn(t *testing.T) {
 				}
 				answer(yield, "ok")
 			}, func(c *RegistryConfig) {
-				c.Catalog = NewCatalog(append(BuiltinDefinitions(), hooked)...)
+				c.Catalog = catalog.New(append(catalog.BuiltinDefinitions(), hooked)...)
 			})
 			h.hook = func(ev streamjson.Event) {
 				if n, ok := ev.(*streamjson.TaskNotification); ok && n.Turn == 1 {
@@ -355,7 +356,7 @@ func TestLaunchRacingShutdown(t *testing.T) {
 			}
 		}
 		for i := range h.runtimeCount() {
-			if !h.runtime(i).closed.Load() {
+			if !disposed(h.runtime(i)) {
 				t.Errorf("runtime %d not closed after shutdown", i)
 			}
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/stoke-cli/stoke/agents/catalog"
 	"github.com/stoke-cli/stoke/agents/hooks"
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/tools"
@@ -44,7 +45,7 @@ func TestHooksOncePerTurn(t *testing.T) {
 			continue
 		}
 		j := gjson.Parse(l)
-		if j.Get("task_id").String() != string(id) || j.Get("subagent_type").String() != GeneralPurpose || j.Get("cwd").String() != dir {
+		if j.Get("task_id").String() != string(id) || j.Get("subagent_type").String() != catalog.GeneralPurpose || j.Get("cwd").String() != dir {
 			t.Errorf("hook input lacks the task's keys: %s", l)
 		}
 		ev := j.Get("hook_event_name").String()
@@ -95,7 +96,7 @@ func TestReleaseResidents(t *testing.T) {
 	if !h.reg.Resident(id) {
 		t.Fatal("not resident after a completed background turn")
 	}
-	if n := h.reg.ReleaseResidents(); n != 1 {
+	if n := h.reg.ReleaseResidents("test"); n != 1 {
 		t.Fatalf("released %d, want 1", n)
 	}
 	if h.reg.Resident(id) || h.disposals(id) != 1 {
@@ -137,7 +138,7 @@ func TestReleaseResidentsSparesQueuedTurns(t *testing.T) {
 			t.Fatalf("%s is %s, want queued", id, row.Status)
 		}
 	}
-	if n := h.reg.ReleaseResidents(); n != 0 {
+	if n := h.reg.ReleaseResidents("test"); n != 0 {
 		t.Fatalf("released %d runtimes, want none: one task runs and two wait for their slots", n)
 	}
 	close(g.release)
@@ -160,9 +161,9 @@ func TestWorktreeTurnResult(t *testing.T) {
 	repo := gitRepo(t)
 	var roots []string
 	h := newHarness(t, replyText("looked around"), func(c *RegistryConfig) {
-		c.Catalog = NewCatalog(append(BuiltinDefinitions(), Definition{Name: "iso", Prompt: "p", Isolation: "worktree"})...)
+		c.Catalog = catalog.New(append(catalog.BuiltinDefinitions(), catalog.Definition{Name: "iso", Prompt: "p", Isolation: "worktree"})...)
 		c.CWD = repo
-		c.SubagentTools = func(_ Definition, root string) *tools.Set {
+		c.SubagentTools = func(_ catalog.Definition, root string) *tools.Set {
 			roots = append(roots, root)
 			return tools.NewSet()
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stoke-cli/stoke/agents/catalog"
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/streamjson"
@@ -16,7 +17,7 @@ import (
 func TestRevivalRebuildsResidentChat(t *testing.T) {
 	t.Parallel()
 	proceed := make(chan struct{})
-	hooked := Definition{Name: "hooked", Prompt: "Hooks.", HasHooks: true}
+	hooked := catalog.Definition{Name: "hooked", Prompt: "Hooks.", HasHooks: true}
 	h := newHarness(t, func(_ context.Context, req llm.Request, yield func(llm.Event, error) bool) {
 		switch {
 		case strings.Contains(messagesText(req.Messages), "second instruction"):
@@ -29,8 +30,8 @@ func TestRevivalRebuildsResidentChat(t *testing.T) {
 			answer(yield, "checking", llm.Block{ID: "call_1", Name: "slow", Input: json.RawMessage(`{"q": "a<b & c>d"}`)})
 		}
 	}, func(c *RegistryConfig) {
-		c.Catalog = NewCatalog(append(BuiltinDefinitions(), hooked)...)
-		c.SubagentTools = func(Definition, string) *tools.Set {
+		c.Catalog = catalog.New(append(catalog.BuiltinDefinitions(), hooked)...)
+		c.SubagentTools = func(catalog.Definition, string) *tools.Set {
 			return tools.NewSet(tools.Func{
 				ToolSpec: llm.ToolSpec{Name: "slow", Parameters: json.RawMessage(`{"type":"object"}`)},
 				Fn: func(ctx context.Context, _ tools.Call) tools.Result {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/stoke-cli/stoke/agents/catalog"
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/store"
 	"github.com/stoke-cli/stoke/streamjson"
@@ -30,8 +31,8 @@ type RosterOptions struct {
 // launch failed are left out; corrupt ones are skipped with a warning. A row that cannot
 // be continued comes back with a BlockedReason (listed, but not continuable): its
 // transcript path leads outside the session directory, the transcript is missing,
-// unreadable, belongs to another task or holds no history, it was worktree-isolated, or
-// its cwd differs from the session's.
+// unreadable, belongs to another task or holds no history (a launch that never started
+// needs none), it was worktree-isolated, or its cwd differs from the session's.
 func LoadRoster(sess *store.Session, o RosterOptions) (rows []Row, warnings []string, err error) {
 	names, err := sess.SidecarNames()
 	if err != nil {
@@ -74,14 +75,23 @@ func LoadRoster(sess *store.Session, o RosterOptions) (rows []Row, warnings []st
 // can). It reads only the first records of the transcript.
 func blockedReason(sess *store.Session, s Sidecar, o RosterOptions) string {
 	row := s.Row
+	// A launch that never started (it was queued when its run ended) needs no history: it
+	// starts fresh, on a transcript that may hold only its meta record, or none yet.
+	fresh := row.neverStarted() && row.Turn <= 1
 	switch {
 	case s.Isolation == "worktree":
-		return "it ran in a temporary git worktree that no longer exists"
+		if kept := row.LastOutcome.KeptWorktree; kept != "" && exists(kept) {
+			return fmt.Sprintf("it ran in an isolated git worktree, kept with its changes at %s; an isolated task is not continued after a resume: review that worktree, or launch a new task", kept)
+		}
+		return "it ran in a temporary git worktree that was removed when its turn ended; an isolated task is not continued after a resume: launch a new task"
 	case o.CWD != "" && s.CWD != "" && filepath.Clean(s.CWD) != filepath.Clean(o.CWD):
 		return fmt.Sprintf("it ran in %s, not in this run's working directory %s (to move a session, use stoke sessions export and import)", s.CWD, o.CWD)
-	case row.Status == StatusQueued && row.Turn <= 1:
+	case row.Status == StatusQueued && row.Turn <= 1 && !row.neverStarted():
 		return "it was queued and never started; launch it again"
 	case row.Transcript == "":
+		if fresh {
+			return ""
+		}
 		return "it has no transcript"
 	}
 	if err := sess.Confine(row.Transcript); err != nil {
@@ -89,18 +99,27 @@ func blockedReason(sess *store.Session, s Sidecar, o RosterOptions) string {
 	}
 	p, err := store.ProbeTranscript(row.Transcript)
 	switch {
+	case fresh && errors.Is(err, os.ErrNotExist):
+		return ""
 	case errors.Is(err, os.ErrNotExist):
 		return "its transcript is missing"
 	case err != nil:
 		return fmt.Sprintf("its transcript cannot be read: %v", err)
+	case fresh && !p.HasMeta && !p.Messages:
+		return ""
 	case !p.HasMeta:
 		return "its transcript cannot be read: its first line is not the task's meta record"
 	case p.Owner != string(row.TaskID):
 		return fmt.Sprintf("its transcript belongs to task %q", p.Owner)
-	case !p.Messages:
+	case !p.Messages && !fresh:
 		return "its transcript holds no history to continue from"
 	}
 	return ""
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // Restore adds the rows of a stored session to an empty or live registry. Completed rows
@@ -118,7 +137,7 @@ func (r *Registry) Restore(rows []Row) error {
 		}
 		def, err := r.cfg.Catalog.Lookup(row.SubagentType)
 		if err != nil {
-			def = Definition{Name: row.SubagentType}
+			def = catalog.Definition{Name: row.SubagentType}
 			if row.BlockedReason == "" {
 				row.BlockedReason = err.Error()
 			}

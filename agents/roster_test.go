@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stoke-cli/stoke/agents/catalog"
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/llm/scripted"
 	"github.com/stoke-cli/stoke/agents/store"
@@ -54,7 +55,7 @@ func writeRosterSidecar(t *testing.T, dir, cwd string, f rosterSidecar) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_ = tr.Write(store.Record{Type: store.RecordMeta, TaskID: string(f.transcriptOf), SubagentType: GeneralPurpose})
+		_ = tr.Write(store.Record{Type: store.RecordMeta, TaskID: string(f.transcriptOf), SubagentType: catalog.GeneralPurpose})
 		if !f.noHistory {
 			_ = tr.Append(llm.UserText("Remember NONCE-" + strings.ToUpper(string(f.id[1:7]))))
 			_ = tr.Append(llm.Message{Role: llm.RoleAssistant, Content: []llm.Block{llm.TextBlock("Stored.")}})
@@ -73,10 +74,10 @@ func writeRosterSidecar(t *testing.T, dir, cwd string, f rosterSidecar) {
 	if f.transcript != "" {
 		path = f.transcript
 	}
-	row := Row{TaskID: f.id, Description: "d " + string(f.id), SubagentType: GeneralPurpose, Status: f.status, Turn: 1,
+	row := Row{TaskID: f.id, Description: "d " + string(f.id), SubagentType: catalog.GeneralPurpose, Status: f.status, Turn: 1,
 		Backgrounded: f.backgrounded, ParentSessionID: f.owner, Transcript: path,
 		CreatedAt: f.ended.Add(-time.Minute), EndedAt: f.ended, BlockedReason: f.blocked}
-	if err := WriteSidecar(store.At(dir), Sidecar{Row: row, CWD: f.cwd, Isolation: f.isolation}); err != nil {
+	if err := writeSidecar(store.At(dir), Sidecar{Row: row, CWD: f.cwd, Isolation: f.isolation}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -283,8 +284,8 @@ func TestRestoreIsAllOrNothing(t *testing.T) {
 	reg := NewRegistry(t.Context(), RegistryConfig{SessionID: rosterSession})
 	defer reg.Shutdown()
 	rows := []Row{
-		{TaskID: tid(1), SubagentType: GeneralPurpose, Status: StatusCompleted},
-		{TaskID: tid(2), SubagentType: GeneralPurpose, Status: StatusCancelled}, // never restored
+		{TaskID: tid(1), SubagentType: catalog.GeneralPurpose, Status: StatusCompleted},
+		{TaskID: tid(2), SubagentType: catalog.GeneralPurpose, Status: StatusCancelled}, // never restored
 	}
 	if err := reg.Restore(rows); err == nil {
 		t.Fatal("restore of a cancelled row succeeded")
@@ -302,7 +303,7 @@ func TestSidecarRoundTripAndModes(t *testing.T) {
 	dir := t.TempDir()
 	row := Row{TaskID: tid(3), ParentSessionID: rosterSession, Status: StatusCompleted, Turn: 4, Backgrounded: true,
 		Transcript: filepath.Join(dir, "agents", string(tid(3))+".jsonl")}
-	if err := WriteSidecar(store.At(dir), Sidecar{Row: row, CWD: "/w", Isolation: "worktree"}); err != nil {
+	if err := writeSidecar(store.At(dir), Sidecar{Row: row, CWD: "/w", Isolation: "worktree"}); err != nil {
 		t.Fatal(err)
 	}
 	raw, _ := os.ReadFile(sidecarFile(dir, tid(3)))
@@ -318,7 +319,7 @@ func TestSidecarRoundTripAndModes(t *testing.T) {
 	if st.Mode().Perm() != 0o600 || dst.Mode().Perm() != 0o700 {
 		t.Errorf("modes: file %v dir %v", st.Mode().Perm(), dst.Mode().Perm())
 	}
-	if err := WriteSidecar(store.At(dir), Sidecar{Row: Row{TaskID: "../x"}}); !errors.Is(err, ErrBadTaskID) {
+	if err := writeSidecar(store.At(dir), Sidecar{Row: Row{TaskID: "../x"}}); !errors.Is(err, ErrBadTaskID) {
 		t.Errorf("write with a bad id: %v", err)
 	}
 }
@@ -343,4 +344,13 @@ func FuzzDecodeSidecar(f *testing.F) {
 			t.Fatalf("transcript path not resolved: %q", s.Transcript)
 		}
 	})
+}
+
+// writeSidecar stores s in session sess, as a controller does.
+func writeSidecar(sess *store.Session, s Sidecar) error {
+	data, err := EncodeSidecar(s, sess.Rel)
+	if err != nil {
+		return err
+	}
+	return sess.WriteSidecar(string(s.TaskID), data)
 }

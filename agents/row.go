@@ -5,6 +5,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/stoke-cli/stoke/agents/runtime"
 	"github.com/stoke-cli/stoke/streamjson"
 )
 
@@ -15,7 +16,8 @@ import (
 //	completed  the turn ended with the agent's answer; continuable
 //	paused     the turn was interrupted because the run ended (SIGINT, SIGTERM, --timeout,
 //	           --background-on-exit cancel, or a crash found on --resume); its partial
-//	           findings are kept; continuable
+//	           findings are kept; continuable. A turn that was still queued then never
+//	           started: it keeps its instruction (Pending), which its next turn runs first
 //	failed     the turn ended with an error (a provider's retries spent, the step cap);
 //	           continuable on the history it kept — unless the launch itself failed before
 //	           the first turn ran (BlockedReason says so), which leaves nothing to continue
@@ -56,6 +58,8 @@ type Outcome struct {
 	Usage       streamjson.TaskUsage `json:"usage"`
 	// Worktree says what became of the turn's isolated worktree, when it had one.
 	Worktree string `json:"worktree,omitempty"`
+	// KeptWorktree is the path of that worktree when it was kept (it held changes).
+	KeptWorktree string `json:"kept_worktree,omitempty"`
 	// Undelivered counts send_message messages queued into the turn that it ended before
 	// reading (a failed or cancelled turn): the parent is told, so nothing is lost silently.
 	Undelivered int `json:"undelivered,omitempty"`
@@ -82,6 +86,11 @@ type Row struct {
 	Notified bool `json:"notified"`
 	// BlockedReason, when set, says why the task cannot be continued.
 	BlockedReason string `json:"blocked_reason,omitempty"`
+	// NotStarted: the latest turn has not started. It waits for a slot (queued), or the
+	// run ended before it got one (paused); Pending is its instruction, which the next
+	// turn of a paused row runs first, as the same turn.
+	NotStarted bool   `json:"not_started,omitempty"`
+	Pending    string `json:"pending,omitempty"`
 }
 
 // The row state machine. Every change of a row's status is one of these methods:
@@ -91,7 +100,9 @@ type Row struct {
 //	running   ─complete────► completed ─continueTurn─► running | queued (turn+1)
 //	running   ─end─────────► failed | paused ─continueTurn─► running | queued (turn+1)
 //	running   ─end─────────► cancelled            (task_stop: never continued)
-//	queued    ─end─────────► cancelled            (stopped before it started)
+//	queued    ─end─────────► cancelled            (task_stop before it started)
+//	queued    ─end─────────► paused, Pending      (the run ended before it started)
+//	paused, Pending ─continueTurn─► running | queued (the same turn, Pending first)
 //	(restore) ─────────────► completed | failed | paused ─continueTurn─► running | queued (turn+1)
 //	running   ─failLaunch──► failed, blocked      (before the first turn ran)
 //
@@ -104,7 +115,7 @@ type Row struct {
 func (r *Row) complete(now time.Time, final string) {
 	r.Status, r.UpdatedAt, r.EndedAt = StatusCompleted, now, now
 	r.Interrupted = false
-	r.LastOutcome = Outcome{Text: final, Reason: ReasonCompleted}
+	r.LastOutcome = Outcome{Text: final, Reason: runtime.ReasonCompleted}
 }
 
 // end records a turn that did not complete: status is StatusFailed (an error),
@@ -122,7 +133,7 @@ func (r *Row) end(now time.Time, status Status, o Outcome) {
 // due, and there is no history to continue.
 func (r *Row) failLaunch(now time.Time, err error) {
 	r.Status, r.UpdatedAt, r.EndedAt, r.Notified = StatusFailed, now, now, true
-	r.LastOutcome = Outcome{Reason: ReasonError, Error: err.Error()}
+	r.LastOutcome = Outcome{Reason: runtime.ReasonError, Error: err.Error()}
 	r.BlockedReason = "its launch failed before it started (" + err.Error() + "); launch a new task"
 }
 
@@ -148,15 +159,27 @@ func (r *Row) continuable() error {
 
 // start moves a queued row to running: its turn got its slot.
 func (r *Row) start(now time.Time) {
-	r.Status, r.UpdatedAt = StatusRunning, now
+	r.Status, r.UpdatedAt, r.NotStarted, r.Pending = StatusRunning, now, false, ""
 }
 
-// continueTurn starts the next turn of a completed, failed or paused row; queued says it
-// waits for a slot.
-func (r *Row) continueTurn(now time.Time, toolUseID string, queued bool) {
-	r.Status, r.Turn, r.UpdatedAt = StatusRunning, r.Turn+1, now
+// neverStarted reports whether the row's latest turn was queued and never ran.
+func (r *Row) neverStarted() bool { return r.NotStarted }
+
+// queue records that the row's latest turn, with instruction, waits for a slot.
+func (r *Row) queue(instruction string) {
+	r.Status, r.NotStarted, r.Pending = StatusQueued, true, instruction
+}
+
+// continueTurn starts the next turn of a completed, failed or paused row, with
+// instruction; queued says it waits for a slot. A paused row whose turn never started
+// runs that turn now (the turn number stays).
+func (r *Row) continueTurn(now time.Time, toolUseID, instruction string, queued bool) {
+	if !r.neverStarted() {
+		r.Turn++
+	}
+	r.Status, r.UpdatedAt, r.NotStarted, r.Pending = StatusRunning, now, false, ""
 	if queued {
-		r.Status = StatusQueued
+		r.queue(instruction)
 	}
 	r.Notified, r.Interrupted = false, false
 	if r.ToolUseID == "" {
@@ -167,17 +190,21 @@ func (r *Row) continueTurn(now time.Time, toolUseID string, queued bool) {
 // restored returns the row as a resume brings it back: completed and failed rows stay
 // as they were, running ones come back paused (their process ended mid-turn), all
 // already notified in the registry (a notification the parent never read is delivered
-// with the first prompt: UnreadNotifications). A queued continuation comes back paused
-// at the turn it had finished (its instruction never ran); a queued launch never ran at
-// all, so there is nothing to continue.
+// with the first prompt: UnreadNotifications). A queued turn (its process ended before
+// the turn got a slot) comes back paused, its instruction kept for the next turn. A
+// queued row of an older stoke, which did not keep the instruction, comes back at the
+// turn it had finished, or, a launch, not continuable.
 func (r Row) restored() (Row, error) {
 	switch r.Status {
 	case StatusCompleted, StatusFailed:
 	case StatusQueued:
 		r.Status = StatusPaused
-		if r.Turn > 1 {
+		switch {
+		case r.neverStarted():
+			r.Interrupted = true
+		case r.Turn > 1:
 			r.Turn--
-		} else if r.BlockedReason == "" {
+		case r.BlockedReason == "":
 			r.BlockedReason = "it was queued and never started; launch it again"
 		}
 	case StatusRunning, StatusPaused:

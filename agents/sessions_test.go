@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stoke-cli/stoke/agents/catalog"
 	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/runtime"
 	"github.com/stoke-cli/stoke/agents/store"
 	"github.com/stoke-cli/stoke/streamjson"
 )
@@ -101,7 +103,7 @@ func TestReviveIsConfinedToTheSession(t *testing.T) {
 	reg := NewRegistry(t.Context(), RegistryConfig{SessionID: rosterSession, Store: store.At(dir), Model: newFake(replyText("x")),
 		BackgroundAgents: true, Emit: rec.emit, Notify: rec.notify})
 	defer reg.Shutdown()
-	row := Row{TaskID: tid(3), SubagentType: GeneralPurpose, Status: StatusCompleted, Turn: 1, Backgrounded: true,
+	row := Row{TaskID: tid(3), SubagentType: catalog.GeneralPurpose, Status: StatusCompleted, Turn: 1, Backgrounded: true,
 		ParentSessionID: rosterSession, Transcript: filepath.Join(dir, "..", "other", "agents", string(tid(3))+".jsonl")}
 	if err := reg.Restore([]Row{row}); err != nil {
 		t.Fatal(err)
@@ -124,13 +126,13 @@ func TestReviveIsConfinedToTheSession(t *testing.T) {
 
 func TestUnreadNotifications(t *testing.T) {
 	t.Parallel()
-	done := Row{TaskID: tid(1), Description: "keeper", SubagentType: GeneralPurpose, Status: StatusCompleted, Turn: 2, Backgrounded: true,
-		ToolUseID: "call_1", LastOutcome: Outcome{Text: "NONCE-1", Reason: ReasonCompleted}}
-	read := Row{TaskID: tid(2), SubagentType: GeneralPurpose, Status: StatusCompleted, Turn: 1, Backgrounded: true}
-	running := Row{TaskID: tid(3), SubagentType: GeneralPurpose, Status: StatusRunning, Turn: 1, Backgrounded: true}
-	failed := Row{TaskID: tid(4), SubagentType: GeneralPurpose, Status: StatusFailed, Turn: 1, Backgrounded: true,
-		LastOutcome: Outcome{Reason: ReasonError, Error: "HTTP 503"}}
-	foreground := Row{TaskID: tid(5), SubagentType: GeneralPurpose, Status: StatusCompleted, Turn: 1}
+	done := Row{TaskID: tid(1), Description: "keeper", SubagentType: catalog.GeneralPurpose, Status: StatusCompleted, Turn: 2, Backgrounded: true,
+		ToolUseID: "call_1", LastOutcome: Outcome{Text: "NONCE-1", Reason: runtime.ReasonCompleted}}
+	read := Row{TaskID: tid(2), SubagentType: catalog.GeneralPurpose, Status: StatusCompleted, Turn: 1, Backgrounded: true}
+	running := Row{TaskID: tid(3), SubagentType: catalog.GeneralPurpose, Status: StatusRunning, Turn: 1, Backgrounded: true}
+	failed := Row{TaskID: tid(4), SubagentType: catalog.GeneralPurpose, Status: StatusFailed, Turn: 1, Backgrounded: true,
+		LastOutcome: Outcome{Reason: runtime.ReasonError, Error: "HTTP 503"}}
+	foreground := Row{TaskID: tid(5), SubagentType: catalog.GeneralPurpose, Status: StatusCompleted, Turn: 1}
 	history := []llm.Message{
 		llm.UserText("go"),
 		{Role: llm.RoleAssistant, Content: []llm.Block{llm.TextBlock("ok")}},

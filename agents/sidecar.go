@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
-	"strings"
 
 	"github.com/stoke-cli/stoke/agents/store"
 )
@@ -40,15 +39,6 @@ func EncodeSidecar(s Sidecar, rel func(string) string) ([]byte, error) {
 		return nil, fmt.Errorf("encode sidecar: %w", err)
 	}
 	return append(data, '\n'), nil
-}
-
-// WriteSidecar stores s in session sess.
-func WriteSidecar(sess *store.Session, s Sidecar) error {
-	data, err := EncodeSidecar(s, sess.Rel)
-	if err != nil {
-		return err
-	}
-	return sess.WriteSidecar(string(s.TaskID), data)
 }
 
 // ErrBadSidecar: a sidecar is corrupt, truncated, or does not match its file name.
@@ -164,11 +154,8 @@ func BindSidecar(cwd string) func(from store.Info, name string, data []byte) ([]
 		// A sidecar written when transcript paths were stored absolute names the task's
 		// transcript in the exporting machine's session directory: here it is the one the
 		// archive brought. Any other path is kept, and the roster blocks it.
-		if t := s.Transcript; filepath.IsAbs(t) {
-			own := filepath.Join("agents", string(id)+".jsonl")
-			if filepath.Base(filepath.Dir(filepath.Dir(t))) == from.SessionID && strings.HasSuffix(t, string(filepath.Separator)+own) {
-				s.Transcript = own
-			}
+		if own, ok := store.ForeignTaskTranscript(s.Transcript, from.SessionID, string(id)); ok {
+			s.Transcript = own
 		}
 		return EncodeSidecar(s, nil)
 	}

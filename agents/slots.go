@@ -13,7 +13,7 @@ type slots struct {
 	mu    sync.Mutex
 	cond  *sync.Cond // signalled as turns start (inOrder)
 	cap   int        // turns running at once
-	limit int        // waiting turns at most; 0: no bound
+	limit int        // waiting turns at most (0: none may wait); unbounded: no bound
 	busy  int        // slots taken
 	queue []*slotTicket
 	// grants numbers the slots given, in order; started counts the turns that have run
@@ -29,6 +29,9 @@ type slotTicket struct {
 	seq     uint64        // the grant's number (under slots.mu, once granted)
 	begun   bool          // its start has run (under slots.mu)
 }
+
+// unbounded is the limit of a queue with no bound (the foreground slots').
+const unbounded = -1
 
 func newSlots(cap, limit int) *slots {
 	s := &slots{cap: cap, limit: limit}
@@ -82,6 +85,10 @@ func (s *slots) begin(t *slotTicket) {
 type errQueueFull struct{ running, queued int }
 
 func (e errQueueFull) Error() string {
+	if e.queued == 0 {
+		// No queue (--max-queued 0), as in seed 003: over the cap a launch fails at once.
+		return fmt.Sprintf("%v: %d background agents are running, the most this run allows, and no launch waits for a slot", ErrNoSlot, e.running)
+	}
 	return fmt.Sprintf("%v: %d background agents are running and %d are queued, the most the queue holds", ErrNoSlot, e.running, e.queued)
 }
 
@@ -98,7 +105,7 @@ func (s *slots) admit() (*slotTicket, int, error) {
 		s.grantLocked(t)
 		return t, 0, nil
 	}
-	if s.limit > 0 && len(s.queue) >= s.limit {
+	if s.limit != unbounded && len(s.queue) >= s.limit {
 		return nil, 0, errQueueFull{running: s.busy, queued: len(s.queue)}
 	}
 	s.queue = append(s.queue, t)

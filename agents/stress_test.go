@@ -146,6 +146,13 @@ func TestFinishingWindowStress(t *testing.T) {
 	if got := kinds[streamjson.ContinuationQueued] + kinds[streamjson.ContinuationResident]; got != agents*rounds*senders || kinds[streamjson.ContinuationRevived] != 0 {
 		t.Errorf("continuations = %v", kinds)
 	}
+	// The window was hit from both sides: messages that the running turn claimed (queued
+	// into it, just before it settled) and messages that found it settled (a resident
+	// continuation, just after). A run that took one path only proved nothing about the
+	// other.
+	if kinds[streamjson.ContinuationQueued] == 0 || kinds[streamjson.ContinuationResident] == 0 {
+		t.Errorf("continuations = %v: want both the queued and the resident path taken", kinds)
+	}
 }
 
 func token(agent, round, sender int) string {

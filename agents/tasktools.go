@@ -10,7 +10,9 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/stoke-cli/stoke/agents/catalog"
 	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/runtime"
 	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/streamjson"
 )
@@ -26,6 +28,17 @@ const (
 // TaskTools returns task, send_message, task_stop and list_agents over reg.
 func TaskTools(reg *Registry) []tools.Tool {
 	return []tools.Tool{taskTool{reg}, sendMessageTool{reg}, taskStopTool{reg}, listAgentsTool{reg}}
+}
+
+// TaskToolOrder is the ordered-tools policy (runtime.Config.Order) of a runtime that
+// holds the task tools: the launches and continuations of one reply (task and
+// send_message calls) take their places in the queues in the order the model wrote them
+// (runtime.Admit). The other tools are unordered.
+func TaskToolOrder(tool string) runtime.CallOrder {
+	if tool == ToolTask || tool == ToolSendMessage {
+		return runtime.Admitted
+	}
+	return runtime.Unordered
 }
 
 // The descriptions of the task tools, as the model reads them.
@@ -62,7 +75,7 @@ func (t taskTool) Spec() llm.ToolSpec {
 	}
 	schema := tools.InputSchema[taskInput](func(s *jsonschema.Schema) {
 		openObject(s)
-		s.Properties["subagent_type"].Description = "The type of agent: one of " + strings.Join(t.reg.Catalog().Names(), ", ") + ". Default " + GeneralPurpose + "."
+		s.Properties["subagent_type"].Description = "The type of agent: one of " + strings.Join(t.reg.Catalog().Names(), ", ") + ". Default " + catalog.GeneralPurpose + "."
 		if !bg {
 			delete(s.Properties, "run_in_background")
 		}
@@ -85,7 +98,7 @@ func (t taskTool) Run(ctx context.Context, call tools.Call) tools.Result {
 	}
 	background := in.RunInBackground != nil && *in.RunInBackground
 	if in.TaskID != "" {
-		skipCallOrder(ctx) // a collect takes no place in a queue
+		runtime.SkipAdmission(ctx) // a collect takes no place in a queue
 		return t.collect(ctx, in.TaskID, background)
 	}
 	row, err := t.reg.Launch(ctx, LaunchRequest{
@@ -94,7 +107,7 @@ func (t taskTool) Run(ctx context.Context, call tools.Call) tools.Result {
 	})
 	switch {
 	case errors.Is(err, ErrNoSlot):
-		return tools.Errorf("%v. Collect one with task(task_id) or wait for its <task-notification> before launching another.", err)
+		return tools.Errorf("%v. Collect one first with task(task_id), or wait for its <task-notification>, then launch again.", err)
 	case err != nil && row.TaskID == "":
 		return tools.Errorf("%v", err)
 	case err != nil:
@@ -135,10 +148,8 @@ func formatOutcome(row Row) tools.Result {
 	fmt.Fprintf(&b, "status: %s (turn %d)\n", row.Status, row.Turn)
 	o := row.LastOutcome
 	switch {
-	case row.Status == StatusPaused:
-		b.WriteString("The task was interrupted when the run ended, before it finished; send_message continues it. Its partial findings:\n")
 	case row.Interrupted:
-		b.WriteString("The task was cancelled before it finished. Its partial findings:\n")
+		fmt.Fprintf(&b, "interrupted: true\n%s\n", interruptedNote(row))
 	case o.Error != "":
 		fmt.Fprintf(&b, "error: %s\n", o.Error)
 		if row.blocked() == "" {
@@ -185,8 +196,11 @@ func (t sendMessageTool) Run(ctx context.Context, call tools.Call) tools.Result 
 		return tools.Errorf("task_id: %s\n%v", id, err)
 	}
 	wait := ""
+	if res.Pending && res.Continuation != streamjson.ContinuationFresh {
+		wait = " (the instruction it was queued with runs first, then your message)"
+	}
 	if res.Position > 0 {
-		wait = fmt.Sprintf("; it waits for a background slot (position %d in the queue)", res.Position)
+		wait += fmt.Sprintf("; it waits for a background slot (position %d in the queue)", res.Position)
 	}
 	switch res.Continuation {
 	case streamjson.ContinuationQueued:
@@ -196,6 +210,8 @@ func (t sendMessageTool) Run(ctx context.Context, call tools.Call) tools.Result 
 		return tools.Result{Content: fmt.Sprintf("task_id: %s\nqueued: the agent is running; it reads your message between its tool rounds.", id)}
 	case streamjson.ContinuationResident:
 		return tools.Result{Content: fmt.Sprintf("task_id: %s\ncontinued on its resident runtime as turn %d%s; the reply arrives as a <task-notification>.", id, res.Row.Turn, wait)}
+	case streamjson.ContinuationFresh:
+		return tools.Result{Content: fmt.Sprintf("task_id: %s\nstarted: it had been queued when a run ended and never ran; it runs now as turn %d, its prompt first, then your message%s; the reply arrives as a <task-notification>.", id, res.Row.Turn, wait)}
 	default:
 		return tools.Result{Content: fmt.Sprintf("task_id: %s\nrevived from its transcript as turn %d%s; the reply arrives as a <task-notification>.", id, res.Row.Turn, wait)}
 	}

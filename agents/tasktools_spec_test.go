@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/stoke-cli/stoke/agents/catalog"
 	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/agents/tools/toolstest"
 )
@@ -25,7 +26,7 @@ func TestTaskToolSpecGolden(t *testing.T) {
 			t.Parallel()
 			reg := NewRegistry(context.Background(), RegistryConfig{
 				SessionID: "golden", BackgroundAgents: bg.on,
-				Catalog: NewCatalog(append(BuiltinDefinitions(), Definition{Name: "reviewer", Prompt: "Review."})...),
+				Catalog: catalog.New(append(catalog.BuiltinDefinitions(), catalog.Definition{Name: "reviewer", Prompt: "Review."})...),
 			})
 			t.Cleanup(reg.Shutdown)
 			path := filepath.Join("testdata", "tasktools-"+bg.name+".json")

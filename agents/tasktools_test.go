@@ -5,11 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/stoke-cli/stoke/agents/catalog"
 	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/store"
 )
 
 func TestListAgentsJSON(t *testing.T) {
@@ -48,7 +52,7 @@ func TestListAgentsJSON(t *testing.T) {
 		byID[TaskID(a["task_id"].(string))] = a
 	}
 	g, b := byID[ok], byID[bad]
-	if g["description"] != "good one" || g["subagent_type"] != GeneralPurpose || g["status"] != "completed" || g["continuable"] != true || g["blocked_reason"] != "" || g["turn"] != 1.0 {
+	if g["description"] != "good one" || g["subagent_type"] != catalog.GeneralPurpose || g["status"] != "completed" || g["continuable"] != true || g["blocked_reason"] != "" || g["turn"] != 1.0 {
 		t.Errorf("completed entry = %v", g)
 	}
 	// A turn that failed keeps its history: it is continuable.
@@ -151,7 +155,37 @@ func TestTaskStopRunning(t *testing.T) {
 	if !res.IsError || !strings.Contains(res.Content, "not running") {
 		t.Fatalf("second task_stop = %+v", res)
 	}
-	if h.disposals(id) != 1 || !h.runtime(0).closed.Load() {
+	if h.disposals(id) != 1 || !disposed(h.runtime(0)) {
 		t.Fatal("stopped task not disposed once")
+	}
+}
+
+// A launch that fails after its row was recorded is reported as a failure, never as a
+// background agent that is running.
+func TestTaskToolReportsLaunchFailure(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, replyText("never"), func(c *RegistryConfig) {
+		// The session directory is a file: the transcript cannot be created.
+		file := filepath.Join(t.TempDir(), "not-a-dir")
+		if err := os.WriteFile(file, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c.Store = store.At(file)
+	})
+	for _, bg := range []bool{true, false} {
+		res := h.call(h.ctx(), ToolTask, map[string]any{"description": "d", "prompt": "p", "run_in_background": bg})
+		if !res.IsError || strings.Contains(res.Content, "running in the background") || !strings.Contains(res.Content, "failed to start") {
+			t.Fatalf("background=%v: result = %+v", bg, res)
+		}
+		id := taskIDOf(t, res)
+		if row, _ := h.reg.Get(id); row.Status != StatusFailed {
+			t.Fatalf("row = %+v", row)
+		}
+		if h.disposals(id) != 1 {
+			t.Fatal("controller of the failed launch not disposed once")
+		}
+	}
+	if n := len(h.model.requests()); n != 0 {
+		t.Fatalf("model got %d requests", n)
 	}
 }

@@ -3,9 +3,11 @@ package agents
 import (
 	"testing"
 
+	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/stoke-cli/stoke/agents/runtime"
 	"github.com/stoke-cli/stoke/agents/trace"
 	"github.com/stoke-cli/stoke/streamjson"
 )
@@ -64,5 +66,40 @@ func TestSpansOneTracePerTurn(t *testing.T) {
 		if children == 0 {
 			t.Errorf("turn span %s has no model-call child", tr.span)
 		}
+	}
+}
+
+// A turn stopped by task_stop is no fault: its span records the runtime's reason
+// (cancelled) and the stop, and is not marked failed.
+func TestSpanOfAStoppedTurn(t *testing.T) {
+	t.Parallel()
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { _ = tp.Shutdown(t.Context()) })
+	g := newGate("", "never")
+	h := newHarness(t, g.gen, func(c *RegistryConfig) { c.Tracer = tp.Tracer("test") })
+	id := h.launchBG("work")
+	g.wait(t)
+	if _, err := h.reg.Stop(id); err != nil {
+		t.Fatal(err)
+	}
+	h.collect(id)
+	var root []sdktrace.ReadOnlySpan
+	for _, s := range exp.GetSpans().Snapshots() {
+		if !s.Parent().IsValid() {
+			root = append(root, s)
+		}
+	}
+	if len(root) != 1 {
+		t.Fatalf("%d turn spans, want 1", len(root))
+	}
+	reason := ""
+	for _, kv := range root[0].Attributes() {
+		if kv.Key == trace.AttrTurnReason {
+			reason = kv.Value.AsString()
+		}
+	}
+	if reason != runtime.ReasonCancelled || root[0].Status().Code != codes.Unset {
+		t.Errorf("stopped turn: reason %q, status %v; want cancelled and not failed", reason, root[0].Status())
 	}
 }

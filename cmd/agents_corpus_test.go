@@ -15,7 +15,7 @@ import (
 	"github.com/tidwall/gjson"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/stoke-cli/stoke/agents"
+	"github.com/stoke-cli/stoke/agents/catalog"
 	"github.com/stoke-cli/stoke/agents/llm/openai/openaitest"
 	"github.com/stoke-cli/stoke/agents/llm/scripted"
 	"github.com/stoke-cli/stoke/headless"
@@ -160,7 +160,7 @@ func TestAgentCorpusRunsUnchanged(t *testing.T) {
 	}
 	checked := map[string]string{}
 	for _, d := range report.Definitions {
-		if d.Scope != agents.ScopeProject {
+		if d.Scope != catalog.ScopeProject {
 			continue
 		}
 		if d.Error != "" || !d.Used || len(d.CannotRun) > 0 {
@@ -190,7 +190,7 @@ func TestAgentCorpusRunsUnchanged(t *testing.T) {
 	got := modelsByAgent(t, srv.Requests())
 	for who, models := range got {
 		for _, m := range models {
-			if agents.IsModelAlias(m) || m == "inherit" || strings.Contains(m, ":") {
+			if catalog.IsModelAlias(m) || m == "inherit" || strings.Contains(m, ":") {
 				t.Errorf("%s sent the model %q to the provider", who, m)
 			}
 		}
@@ -319,10 +319,10 @@ rules:
 func BenchmarkLoadCorpus(b *testing.B) {
 	project := b.TempDir()
 	copyCorpus(b, project)
-	o := agents.LoadOptions{ProjectDir: project, ModelAliases: map[string]string{"sonnet": "gpt-4.1"}, Provider: "openai"}
+	o := catalog.LoadOptions{ProjectDir: project, ModelAliases: map[string]string{"sonnet": "gpt-4.1"}, Provider: "openai"}
 	b.ReportAllocs()
 	for b.Loop() {
-		c, _ := agents.LoadDefinitions(o)
+		c, _ := catalog.LoadDefinitions(o)
 		if len(c) != 37 {
 			b.Fatalf("%d definitions", len(c))
 		}

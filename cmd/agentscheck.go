@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/stoke-cli/stoke/agents"
+	"github.com/stoke-cli/stoke/agents/catalog"
 	"github.com/stoke-cli/stoke/agents/hooks"
 	"github.com/stoke-cli/stoke/agents/llm/scripted"
 	"github.com/stoke-cli/stoke/agents/tools"
@@ -89,24 +89,24 @@ type checkDefinition struct {
 	Shadows    []string `json:"shadows,omitempty"`
 	// Model is the model name the provider is sent; ModelInherited when it is the
 	// parent's.
-	Model          string                 `json:"model"`
-	ModelInherited bool                   `json:"model_inherited"`
-	ModelField     agents.ModelResolution `json:"model_field"`
+	Model          string                  `json:"model"`
+	ModelInherited bool                    `json:"model_inherited"`
+	ModelField     catalog.ModelResolution `json:"model_field"`
 	// Tools are the workspace and MCP tools it is given by name; AllTools when it lists
 	// none (every workspace tool, and the configured MCP servers' tools).
-	Tools           []string        `json:"tools"`
-	AllTools        bool            `json:"all_tools"`
-	UnknownTools    []string        `json:"unknown_tools"`
-	DisallowedTools []string        `json:"disallowed_tools"`
-	Mode            tools.Mode      `json:"mode"`
-	MaxTurns        int             `json:"max_turns,omitempty"`
-	MaxTime         string          `json:"max_time,omitempty"`
-	Hooks           []string        `json:"hooks"`
-	Isolation       string          `json:"isolation,omitempty"`
-	MCPServers      []agents.MCPUse `json:"mcp_servers"`
-	Warnings        []string        `json:"warnings"`
-	Error           string          `json:"error,omitempty"`
-	CannotRun       []string        `json:"cannot_run"`
+	Tools           []string         `json:"tools"`
+	AllTools        bool             `json:"all_tools"`
+	UnknownTools    []string         `json:"unknown_tools"`
+	DisallowedTools []string         `json:"disallowed_tools"`
+	Mode            tools.Mode       `json:"mode"`
+	MaxTurns        int              `json:"max_turns,omitempty"`
+	MaxTime         string           `json:"max_time,omitempty"`
+	Hooks           []string         `json:"hooks"`
+	Isolation       string           `json:"isolation,omitempty"`
+	MCPServers      []catalog.MCPUse `json:"mcp_servers"`
+	Warnings        []string         `json:"warnings"`
+	Error           string           `json:"error,omitempty"`
+	CannotRun       []string         `json:"cannot_run"`
 }
 
 // blocks reports whether d makes the check fail: it cannot run and nothing replaces it.
@@ -148,15 +148,15 @@ func checkAgents(deps *Deps, flags *pflag.FlagSet) error {
 		}
 	}
 	r.Warnings = append(r.Warnings, mcpWarnings...)
-	in := agents.Inspect(agents.LoadOptions{
+	in := catalog.Inspect(catalog.LoadOptions{
 		ProjectDir: cwd, UserStokeHome: home, Bare: cfg.Bare, TrustProject: cfg.Trusted,
 		ModelAliases: cfg.ModelAliases, Provider: cfg.Provider, ParentModel: r.ParentModel, Ceiling: cfg.ApprovalMode,
 	})
 	r.Warnings = append(r.Warnings, in.DirWarnings...)
-	mctx := agents.MCPContext{Configured: mcpOpts.Servers, Strict: mcpOpts.Strict, LookupEnv: deps.LookupEnv}
+	mctx := catalog.MCPContext{Configured: mcpOpts.Servers, Strict: mcpOpts.Strict, LookupEnv: deps.LookupEnv}
 	var cannot []string
 	for _, f := range in.Found {
-		mctx.MayStart = f.Scope != agents.ScopeProject || cfg.Trusted
+		mctx.MayStart = f.Scope != catalog.ScopeProject || cfg.Trusted
 		d := r.definition(f, mctx)
 		if d.blocks() {
 			cannot = append(cannot, r.rel(d.Source))
@@ -185,18 +185,18 @@ func checkAgents(deps *Deps, flags *pflag.FlagSet) error {
 }
 
 // definition is f as the report shows it.
-func (r *checkReport) definition(f agents.Found, mctx agents.MCPContext) checkDefinition {
+func (r *checkReport) definition(f catalog.Found, mctx catalog.MCPContext) checkDefinition {
 	d := f.Definition
 	out := checkDefinition{
 		Name: d.Name, Description: d.Description, Source: d.Source, Scope: f.Scope, Precedence: f.Rank,
 		Used: f.Err == "" && f.ShadowedBy == "", ShadowedBy: f.ShadowedBy,
 		Model: d.Model, ModelField: f.Model, UnknownTools: nonNil(f.UnknownTools),
 		DisallowedTools: nonNil(d.DisallowedTools), Mode: d.ApprovalMode, MaxTurns: d.MaxTurns,
-		Hooks: []string{}, Isolation: d.Isolation, MCPServers: []agents.MCPUse{},
+		Hooks: []string{}, Isolation: d.Isolation, MCPServers: []catalog.MCPUse{},
 		Warnings: nonNil(f.Warnings), Error: f.Err, CannotRun: nonNil(f.CannotRun),
 	}
-	if f.Scope == agents.ScopeBuiltin {
-		out.Source = agents.ScopeBuiltin
+	if f.Scope == catalog.ScopeBuiltin {
+		out.Source = catalog.ScopeBuiltin
 	}
 	if out.Model == "" {
 		out.Model, out.ModelInherited = r.ParentModel, true
@@ -384,7 +384,7 @@ func limitsText(turns int, maxTime string) string {
 	return strings.Join(parts, ", ")
 }
 
-func mcpText(u agents.MCPUse) string {
+func mcpText(u catalog.MCPUse) string {
 	kind := "configured"
 	if u.Inline {
 		kind = "inline"

@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/stoke-cli/stoke/agents"
+	"github.com/stoke-cli/stoke/agents/catalog"
 )
 
 // model-aliases may come from any settings file, an untrusted project's included (a
@@ -120,7 +120,7 @@ Review.
 	if rev.Mode != "auto-edit" || rev.MaxTurns != 9 || len(rev.Hooks) != 0 {
 		t.Errorf("mode %q, max turns %d, hooks %q: want the run's auto-edit (yolo capped), 9, none (untrusted)", rev.Mode, rev.MaxTurns, rev.Hooks)
 	}
-	wantMCP := []agents.MCPUse{
+	wantMCP := []catalog.MCPUse{
 		{Name: "github", Used: true},
 		{Name: "own", Inline: true, Note: "the project is not trusted (--trust-project starts its agents' servers)"},
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/stoke-cli/stoke/agents"
+	"github.com/stoke-cli/stoke/agents/catalog"
 	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/headless/sdkhost"
 )
@@ -76,7 +76,7 @@ func TestClaudeFlagsHonoured(t *testing.T) {
 		{name: "system prompts", args: []string{"--system-prompt", "Be a pirate.", "--append-system-prompt=Say arr."}, approval: "default",
 			want: sdkhost.Options{SystemPrompt: "Be a pirate.", AppendSystemPrompt: "Say arr."}},
 		{name: "--agents JSON", args: []string{"--agents", `{"reviewer":{"description":"Reviews","prompt":"You review.","tools":["Read","Grep"],"model":"sonnet"}}`}, approval: "default",
-			want: sdkhost.Options{Agents: []agents.Definition{{Name: "reviewer", Description: "Reviews", Prompt: "You review.", Tools: []string{"read_file", "grep"}, Model: "sonnet", Source: "sdk"}}}},
+			want: sdkhost.Options{Agents: []catalog.Definition{{Name: "reviewer", Description: "Reviews", Prompt: "You review.", Tools: []string{"read_file", "grep"}, Model: "sonnet", Source: "sdk"}}}},
 		{name: "session states from the SDK's environment", env: map[string]string{"CLAUDE_CODE_SDK_READS_SESSION_STATE": "1"}, approval: "default",
 			want: sdkhost.Options{SessionStates: true}},
 		{name: "--no-session-persistence", args: []string{"--no-session-persistence"}, approval: "default", noHome: true},

@@ -41,11 +41,13 @@ type Config struct {
 	MaxBackground      int                       `mapstructure:"max-background"`
 	MaxForeground      int                       `mapstructure:"max-foreground"`
 	MaxQueued          int                       `mapstructure:"max-queued"`
+	MaxRetained        int                       `mapstructure:"max-retained"`
 	NoBackgroundAgents bool                      `mapstructure:"no-background-agents"`
 	Verbose            bool                      `mapstructure:"verbose"`
 	Debug              bool                      `mapstructure:"debug"`
 	LogLevel           string                    `mapstructure:"log-level"`
 	TraceFile          string                    `mapstructure:"trace-file"`
+	Report             string                    `mapstructure:"report"`
 	Progress           string                    `mapstructure:"progress"`
 
 	// Per-run values: flags and STOKE_* environment only; a settings file cannot set them.
@@ -57,6 +59,7 @@ type Config struct {
 	ForkSession    bool          `mapstructure:"fork-session"`
 	Bare           bool          `mapstructure:"bare"`
 	TrustProject   bool          `mapstructure:"trust-project"`
+	ACP            bool          `mapstructure:"acp"`
 
 	// Structured settings-file values, merged entry by entry across files (never through
 	// viper, whose key paths would split model names like gpt-4.1 at the dot).
@@ -107,6 +110,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("max-background", c.MaxBackground),
 		slog.Int("max-foreground", c.MaxForeground),
 		slog.Int("max-queued", c.MaxQueued),
+		slog.Int("max-retained", c.MaxRetained),
 		slog.Bool("no-background-agents", c.NoBackgroundAgents),
 		slog.Bool("bare", c.Bare),
 	)
@@ -182,7 +186,8 @@ func settings() []setting {
 		{key: "background-on-exit", kind: kindString, flag: true, def: string(headless.BackgroundWait), scope: scopeNarrow, narrower: cancelsSooner},
 		{key: "max-background", kind: kindInt, flag: true, def: agents.DefaultMaxBackground, scope: scopeNarrow, narrower: fewer},
 		{key: "max-foreground", kind: kindInt, flag: true, def: agents.DefaultMaxForeground, scope: scopeNarrow, narrower: fewer},
-		{key: "max-queued", kind: kindInt, flag: true, def: agents.DefaultMaxQueued, scope: scopeNarrow, narrower: fewer},
+		{key: "max-queued", kind: kindInt, flag: true, def: agents.DefaultMaxQueued, scope: scopeNarrow, narrower: fewerOrNone},
+		{key: "max-retained", kind: kindInt, flag: true, def: agents.DefaultMaxRetained, scope: scopeNarrow, narrower: fewer},
 		{key: "no-background-agents", kind: kindBool, flag: true, def: false, scope: scopeNarrow, narrower: turnsOff},
 		{key: "resume", kind: kindString, flag: true, perRun: true},
 		{key: "continue", kind: kindBool, flag: true, perRun: true},
@@ -191,10 +196,12 @@ func settings() []setting {
 		{key: "wait-for-session", kind: kindDuration, flag: true, perRun: true},
 		{key: "bare", kind: kindBool, flag: true, perRun: true},
 		{key: "trust-project", kind: kindBool, flag: true, perRun: true},
+		{key: "acp", kind: kindBool, flag: true, perRun: true},
 		{key: "verbose", kind: kindBool, flag: true, def: false, scope: scopeAny},
 		{key: "debug", kind: kindBool, flag: true, def: false, scope: scopeAny},
 		{key: "log-level", kind: kindString, scope: scopeAny},
 		{key: "trace-file", kind: kindString, flag: true, why: "it writes a file anywhere"},
+		{key: "report", kind: kindString, flag: true, why: "it writes a file anywhere"},
 		{key: "progress", kind: kindString, flag: true, def: progress.ModeAuto, scope: scopeAny},
 		{key: "prices", kind: kindMap, why: "prices decide --max-budget-usd"},
 		{key: "hooks", kind: kindMap, why: "hooks run commands"},
@@ -380,8 +387,11 @@ func (c *Config) validate() (slog.Level, error) {
 	if c.MaxForeground < 1 {
 		return 0, usageErrorf("invalid --max-foreground %d%s: want 1 or more", c.MaxForeground, c.from("max-foreground"))
 	}
-	if c.MaxQueued < 1 {
-		return 0, usageErrorf("invalid --max-queued %d%s: want 1 or more", c.MaxQueued, c.from("max-queued"))
+	if c.MaxQueued < 0 {
+		return 0, usageErrorf("invalid --max-queued %d%s: want 0 (no queue) or more", c.MaxQueued, c.from("max-queued"))
+	}
+	if c.MaxRetained < 1 {
+		return 0, usageErrorf("invalid --max-retained %d%s: want 1 or more", c.MaxRetained, c.from("max-retained"))
 	}
 	if c.Resume != "" && c.Continue {
 		return 0, usageErrorf("--resume and --continue cannot be used together")

@@ -292,25 +292,25 @@ func TestUntrustedProject(t *testing.T) {
 			}},
 		{name: "narrower values are read",
 			home:    "max-turns: 10\ntimeout: 10m\napproval-mode: yolo\n",
-			project: "max-turns: 5\ntimeout: 1m\napproval-mode: auto-edit\nmax-background: 2\nbackground-on-exit: cancel\nno-background-agents: true\n",
+			project: "max-turns: 5\ntimeout: 1m\napproval-mode: auto-edit\nmax-background: 2\nbackground-on-exit: cancel\nno-background-agents: true\nmax-queued: 0\nmax-retained: 3\n",
 			check: func(c *Config) string {
 				if c.MaxTurns != 5 || c.Timeout != time.Minute || c.ApprovalMode != "auto-edit" || c.MaxBackground != 2 ||
-					c.BackgroundOnExit != "cancel" || !c.NoBackgroundAgents {
+					c.BackgroundOnExit != "cancel" || !c.NoBackgroundAgents || c.MaxQueued != 0 || c.MaxRetained != 3 {
 					return fmt.Sprintf("%+v", *c)
 				}
 				return ""
 			}},
 		{name: "wider values are ignored",
-			home:    "max-turns: 10\ntimeout: 10m\nbackground-on-exit: cancel\nno-background-agents: true\n",
-			project: "max-turns: 0\ntimeout: 0s\napproval-mode: yolo\nmax-background: 9\nbackground-on-exit: wait\nno-background-agents: false\n",
+			home:    "max-turns: 10\ntimeout: 10m\nbackground-on-exit: cancel\nno-background-agents: true\nmax-queued: 0\nmax-retained: 5\n",
+			project: "max-turns: 0\ntimeout: 0s\napproval-mode: yolo\nmax-background: 9\nbackground-on-exit: wait\nno-background-agents: false\nmax-queued: 10\nmax-retained: 500\n",
 			check: func(c *Config) string {
 				if c.MaxTurns != 10 || c.Timeout != 10*time.Minute || c.ApprovalMode != "default" || c.MaxBackground != 4 ||
-					c.BackgroundOnExit != "cancel" || !c.NoBackgroundAgents {
+					c.BackgroundOnExit != "cancel" || !c.NoBackgroundAgents || c.MaxQueued != 0 || c.MaxRetained != 5 {
 					return fmt.Sprintf("%+v", *c)
 				}
 				return ""
 			},
-			warnings: []string{"approval-mode", "background-on-exit", "max-background", "max-turns", "no-background-agents", "timeout"}},
+			warnings: []string{"approval-mode", "background-on-exit", "max-background", "max-queued", "max-retained", "max-turns", "no-background-agents", "timeout"}},
 		{name: "a cap where home has none",
 			project: "max-turns: 20\ntimeout: 1h\napproval-mode: plan\n",
 			check: func(c *Config) string {

@@ -153,11 +153,18 @@ func lowerCap[T int | time.Duration](value func(any) (T, bool)) func(v, base any
 	}
 }
 
-// fewer: a cap of at least 1 (max-background, max-foreground, max-queued).
+// fewer: a cap of at least 1 (max-background, max-foreground, max-retained).
 func fewer(v, base any) bool {
 	n, ok1 := intValue(v)
 	b, ok2 := intValue(base)
 	return !ok1 || n < 1 || ok2 && n <= b // a value below 1 fails validation
+}
+
+// fewerOrNone: a cap where 0 means none may wait, the least of all (max-queued).
+func fewerOrNone(v, base any) bool {
+	n, ok1 := intValue(v)
+	b, ok2 := intValue(base)
+	return !ok1 || n < 0 || ok2 && n <= b // a negative value fails validation
 }
 
 // cancelsSooner: cancel ends background agents with the run; wait lets them finish.

@@ -201,6 +201,7 @@ trusted (--trust-project, or trusted-projects in $STOKE_HOME/settings.yaml).`,
 	})
 
 	addRunFlags(cmd.Flags())
+	addACPFlags(cmd.Flags())
 	addMCPFlags(cmd.Flags())
 	addRecordFlags(cmd.Flags())
 	addClaudeFlags(cmd.Flags())
@@ -232,7 +233,8 @@ func addRunFlags(f *pflag.FlagSet) {
 	f.String("approval-mode", string(tools.ModeDefault), tools.ModeNames(" | "))
 	f.String("background-on-exit", string(headless.BackgroundWait), "wait: end after background agents settle | cancel: cancel them at the end")
 	f.Int("max-background", agents.DefaultMaxBackground, "cap on running background agents; launches over it wait in a queue")
-	f.Int("max-queued", agents.DefaultMaxQueued, "cap on background launches waiting for a slot; past it a launch fails")
+	f.Int("max-queued", agents.DefaultMaxQueued, "cap on background launches waiting for a slot; past it a launch fails (0: no queue, a launch over --max-background fails at once)")
+	f.Int("max-retained", agents.DefaultMaxRetained, "settled agent records kept per session, the oldest dropped first (never one whose notification the parent has not read)")
 	f.Int("max-foreground", agents.DefaultMaxForeground, "cap on foreground agents running at once; the others wait their turn")
 	f.Bool("no-background-agents", false, "turn background agents off (no run_in_background)")
 	f.StringP("resume", "r", "", "continue the stored session `SESSION_ID` (restores its agent roster)")
@@ -245,6 +247,7 @@ func addRunFlags(f *pflag.FlagSet) {
 	f.Bool("verbose", false, "accepted for compatibility with Claude Code's stream-json usage")
 	f.BoolP("debug", "d", false, "log debug diagnostics on stderr (else STOKE_LOG_LEVEL, default warn)")
 	f.String("trace-file", "", "write OpenTelemetry spans to `FILE` as OTLP JSON, one ExportTraceServiceRequest per line (OTEL_* variables export over OTLP: docs/observability.md)")
+	f.String("report", "", "at the end of the run, however it ends, write the session's report to `FILE` (HTML: stoke sessions report, docs/report.md)")
 	f.String("progress", progress.ModeAuto, "progress on stderr: auto (a live status line when stderr is a terminal) | plain (a line per agent event, a heartbeat every 10s) | off")
 }
 

@@ -116,7 +116,8 @@ func TestUsageErrors(t *testing.T) {
 		{name: "negative timeout", args: []string{"-p", "x", "--timeout", "-5s"}, want: "--timeout"},
 		{name: "zero max background", args: []string{"-p", "x", "--max-background", "0"}, want: "--max-background"},
 		{name: "zero max foreground", args: []string{"-p", "x", "--max-foreground", "0"}, want: "invalid --max-foreground 0: want 1 or more"},
-		{name: "negative max queued", args: []string{"-p", "x", "--max-queued", "-3"}, want: "invalid --max-queued -3: want 1 or more"},
+		{name: "negative max queued", args: []string{"-p", "x", "--max-queued", "-3"}, want: "invalid --max-queued -3: want 0 (no queue) or more"},
+		{name: "zero max retained", args: []string{"-p", "x", "--max-retained", "0"}, want: "invalid --max-retained 0: want 1 or more"},
 		{name: "max turns env not a number", args: []string{"-p", "x"}, want: "STOKE_MAX_TURNS",
 			setup: func(_ *testing.T, p *testProcess) { p.env["STOKE_MAX_TURNS"] = "lots" }},
 		{name: "timeout env without unit", args: []string{"-p", "x"}, want: "STOKE_TIMEOUT",
@@ -215,7 +216,11 @@ func TestListCommandsReadDisk(t *testing.T) {
 	}
 	row := agents.Row{TaskID: "a0123456789abcdef", Description: "keep nonce", SubagentType: "general-purpose",
 		Status: agents.StatusCompleted, Turn: 2, Backgrounded: true, ParentSessionID: fixedSessionID, CreatedAt: now}
-	if err := agents.WriteSidecar(sess, agents.Sidecar{Row: row, CWD: p.cwd}); err != nil {
+	data, err := agents.EncodeSidecar(agents.Sidecar{Row: row, CWD: p.cwd}, sess.Rel)
+	if err == nil {
+		err = sess.WriteSidecar(string(row.TaskID), data)
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/stoke-cli/stoke/agents"
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/llm/price"
 	"github.com/stoke-cli/stoke/headless"
@@ -60,8 +61,14 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, args []strin
 		logger.Warn("scenario ignored: it is used only by the scripted provider", "provider", cfg.Provider, "scenario", cfg.Scenario)
 	}
 
-	prompt, stdin, err := readPrompt(ctx, cfg, deps, logger)
-	if err != nil {
+	serving := acpMode(flags, cfg)
+	var prompt string
+	var stdin io.Reader
+	if serving {
+		if err := checkACP(cfg); err != nil {
+			return err
+		}
+	} else if prompt, stdin, err = readPrompt(ctx, cfg, deps, logger); err != nil {
 		return err
 	}
 	model, cas, err := openModel(flags, deps, cfg, cwd, logger, func() (llm.Model, error) { // --record, --replay (record.go)
@@ -104,12 +111,14 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, args []strin
 		Version:          deps.Version,
 		MaxBackground:    cfg.MaxBackground,
 		MaxForeground:    cfg.MaxForeground,
-		MaxQueued:        cfg.MaxQueued,
+		MaxQueued:        maxQueued(cfg.MaxQueued),
+		MaxRetained:      cfg.MaxRetained,
 		BackgroundAgents: !cfg.NoBackgroundAgents,
 		Bare:             cfg.Bare,
 		TrustProject:     cfg.Trusted,
 		Secrets:          cfg.secretsPolicy(deps.LookupEnv, deps.environ()),
 		Prices:           price.Default().With(cfg.Prices),
+		Report:           absPath(cwd, cfg.Report),
 		Hooks:            cfg.Hooks,
 		MCP:              mcpOpts,
 		SDK:              claude.sdk,
@@ -128,7 +137,18 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, args []strin
 	opts.Tracer = tracer
 	defer attachProgress(prog, deps, &opts)()
 	logger.Debug("starting run", "session_id", sessionID, "cwd", cwd, "home", home, "config", cfg)
+	if serving {
+		runF = serveACP(deps, flags, home, logger)
+	}
 	return cas.run(ctx, opts, runF)
+}
+
+// maxQueued is the registry's spelling of --max-queued: 0 is no queue.
+func maxQueued(n int) int {
+	if n == 0 {
+		return agents.NoQueue
+	}
+	return n
 }
 
 // sdkFlags reports whether the flags ask for SDK mode: stream-json on stdin and stdout.
@@ -277,4 +297,12 @@ func stokeHome(deps *Deps, cwd string) (string, error) {
 		return "", usageErrorf("cannot find the home directory: set STOKE_HOME")
 	}
 	return filepath.Join(dir, ".stoke"), nil
+}
+
+// absPath is path made absolute against cwd ("" stays "").
+func absPath(cwd, path string) string {
+	if path == "" || filepath.IsAbs(path) {
+		return path
+	}
+	return filepath.Join(cwd, path)
 }

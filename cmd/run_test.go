@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/stoke-cli/stoke/agents"
 	"github.com/stoke-cli/stoke/agents/hooks"
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/llm/openai"
@@ -37,6 +38,7 @@ func TestOptionsFromFlags(t *testing.T) {
 		"--background-on-exit", "cancel",
 		"--max-background", "8",
 		"--max-queued", "50",
+		"--max-retained", "7",
 		"--max-foreground", "2",
 		"--no-background-agents",
 		"--session-id", "7B4A4E70-5576-4AC3-B794-8F816B5C26E8",
@@ -62,6 +64,7 @@ func TestOptionsFromFlags(t *testing.T) {
 		Version:          "1.2.3",
 		MaxBackground:    8,
 		MaxQueued:        50,
+		MaxRetained:      7,
 		MaxForeground:    2,
 		BackgroundAgents: false,
 		Bare:             true,
@@ -78,6 +81,21 @@ func TestOptionsFromFlags(t *testing.T) {
 	}
 	if got.opts.Stdin != nil || got.opts.Logger == nil || got.opts.Stdout == nil {
 		t.Errorf("Stdin %v, Logger %v, Stdout %v; want nil, set, set", got.opts.Stdin, got.opts.Logger, got.opts.Stdout)
+	}
+}
+
+// --max-queued 0 is no queue (agents.NoQueue); STOKE_MAX_RETAINED sets --max-retained.
+func TestOptionsNoQueueAndRetained(t *testing.T) {
+	t.Parallel()
+	p := newTestProcess(t)
+	p.env["OPENAI_API_KEY"] = "sk-test"
+	p.env["STOKE_MAX_RETAINED"] = "3"
+	got := p.run(t, "-p", "hi", "--max-queued", "0")
+	if got.code != 0 || got.opts == nil {
+		t.Fatalf("exit code %d, stderr %q", got.code, got.stderr)
+	}
+	if got.opts.MaxQueued != agents.NoQueue || got.opts.MaxRetained != 3 {
+		t.Errorf("MaxQueued %d, MaxRetained %d; want agents.NoQueue and 3", got.opts.MaxQueued, got.opts.MaxRetained)
 	}
 }
 
@@ -103,6 +121,7 @@ func TestOptionsDefaults(t *testing.T) {
 		Version:          "1.2.3",
 		MaxBackground:    4,
 		MaxQueued:        1000,
+		MaxRetained:      100,
 		MaxForeground:    8,
 		MaxTurns:         100,
 		BackgroundAgents: true,

@@ -24,7 +24,7 @@ type SessionsListOptions struct {
 }
 
 // NewCmdSessions returns `stoke sessions` with its `list` subcommand, which calls listF
-// (listSessions when nil), and `export` and `import`.
+// (listSessions when nil), and `export`, `import` and `report`.
 func NewCmdSessions(deps *Deps, listF func(context.Context, SessionsListOptions) error) *cobra.Command {
 	if listF == nil {
 		listF = listSessions
@@ -49,7 +49,7 @@ func NewCmdSessions(deps *Deps, listF func(context.Context, SessionsListOptions)
 		},
 	}
 	list.Flags().BoolVar(&opts.JSON, "json", false, "print a JSON array")
-	cmd.AddCommand(list, NewCmdSessionsExport(deps, nil), NewCmdSessionsImport(deps, nil))
+	cmd.AddCommand(list, NewCmdSessionsExport(deps, nil), NewCmdSessionsImport(deps, nil), NewCmdSessionsReport(deps, nil))
 	return cmd
 }
 

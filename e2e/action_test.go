@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -109,7 +110,7 @@ func TestActionShape(t *testing.T) {
 			t.Errorf("step %s pastes an expression into its script", name)
 		}
 	}
-	want := []string{"resolve", "actions/cache@v4", "download", "actions/setup-go@v5", "build", "install", "run"}
+	want := []string{"resolve", "actions/cache@v4", "download", "actions/setup-go@v5", "build", "install", "run", "report", "actions/upload-artifact@v4"}
 	if diff := cmp.Diff(want, order); diff != "" {
 		t.Fatalf("steps (-want +got):\n%s", diff)
 	}
@@ -231,6 +232,60 @@ func TestActionRunStep(t *testing.T) {
 		}
 		if _, err := os.Stat(filepath.Join(dir, "pwned")); err == nil {
 			t.Error("an input was run as shell")
+		}
+	}
+}
+
+// TestActionReportStep runs the "Run stoke" step, then the "Report" step of action.yml in
+// bash, as a runner would: the run's Markdown report lands in the job summary, the HTML
+// report in RUNNER_TEMP, named in the step's outputs (for the artifact upload), also when
+// the run failed; a run that stored no session leaves no report and no error.
+func TestActionReportStep(t *testing.T) {
+	run, report := actionStep(t, "run"), actionStep(t, "report")
+	for _, tt := range []struct {
+		name, args string // args: one flag or value per line, as the action takes them
+		code       string // the run step's exit code
+		drawn      bool
+	}{
+		{"a run that succeeds", "--scenario\ns.yaml", "0", true},
+		{"a run that fails", "--scenario\ns.yaml\n--max-turns\n1", "1", true},
+		{"no session stored", "--scenario\ns.yaml\n--no-session-persistence", "0", false},
+	} {
+		dir := t.TempDir()
+		scenario := "rules:\n  - when: {step: 1}\n    reply:\n      tool_calls:\n        - {name: glob, input: {pattern: '*.yaml'}}\n  - reply: {text: done}\n"
+		if err := os.WriteFile(filepath.Join(dir, "s.yaml"), []byte(scenario), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		summary, outputs := filepath.Join(dir, "summary.md"), filepath.Join(dir, "github-output")
+		env := []string{
+			"HOME=" + filepath.Join(dir, "home"), "STOKE_HOME=" + filepath.Join(dir, ".stoke"), "GOCOVERDIR=" + h.coverDir,
+			"GITHUB_OUTPUT=" + outputs, "GITHUB_STEP_SUMMARY=" + summary, "RUNNER_TEMP=" + dir,
+			"STOKE_PROMPT_INPUT=list them", "STOKE_PROVIDER_INPUT=scripted", "STOKE_MODEL_INPUT=",
+			"STOKE_FORMAT_INPUT=text", "STOKE_ARGS_INPUT=" + tt.args,
+		}
+		_, _ = runStep(t, run, dir, h.binDir, env...) // the step fails when stoke does; the report step runs anyway (if: always())
+		if out, err := runStep(t, report, dir, h.binDir, env...); err != nil {
+			t.Fatalf("%s: the report step failed: %v\n%s", tt.name, err, out)
+		}
+		got, _ := os.ReadFile(outputs)
+		if !strings.Contains(string(got), "exit-code="+tt.code+"\n") {
+			t.Fatalf("%s: the run step's outputs:\n%s", tt.name, got)
+		}
+		md, _ := os.ReadFile(summary)
+		html := regexp.MustCompile(`(?m)^html=(.*)$`).FindStringSubmatch(string(got))
+		session := regexp.MustCompile(`(?m)^session=([0-9a-f-]{36})$`).FindStringSubmatch(string(got))
+		if !tt.drawn {
+			if html != nil || len(md) > 0 {
+				t.Errorf("%s: a report without a session: %s\n%s", tt.name, got, md)
+			}
+			continue
+		}
+		if html == nil || session == nil || !strings.Contains(string(md), "```mermaid\ngantt\n") || !strings.Contains(string(md), "## stoke session `"+session[1]+"`") {
+			t.Fatalf("%s: outputs\n%s\nsummary\n%s", tt.name, got, md)
+		}
+		page, err := os.ReadFile(html[1])
+		if err != nil || !strings.Contains(string(page), "<code>glob</code>") || filepath.Base(html[1]) != "stoke-report-"+session[1]+".html" {
+			t.Errorf("%s: the HTML report %s: %v", tt.name, html[1], err)
 		}
 	}
 }

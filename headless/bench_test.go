@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stoke-cli/stoke/agents"
+	"github.com/stoke-cli/stoke/agents/catalog"
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/llm/scripted"
 	"github.com/stoke-cli/stoke/agents/store"
@@ -42,10 +43,14 @@ func storedSession(b *testing.B, home, cwd, id string, n int) {
 	write(sess.ParentTranscript(), store.Record{Type: store.RecordMeta})
 	id0 := agents.NewTaskID()
 	tpath := sess.TaskTranscript(string(id0))
-	write(tpath, store.Record{Type: store.RecordMeta, TaskID: string(id0), SubagentType: agents.GeneralPurpose})
-	row := agents.Row{TaskID: id0, SubagentType: agents.GeneralPurpose, Status: agents.StatusCompleted, Turn: 1,
+	write(tpath, store.Record{Type: store.RecordMeta, TaskID: string(id0), SubagentType: catalog.GeneralPurpose})
+	row := agents.Row{TaskID: id0, SubagentType: catalog.GeneralPurpose, Status: agents.StatusCompleted, Turn: 1,
 		Backgrounded: true, ParentSessionID: id, Transcript: tpath, CreatedAt: now, EndedAt: now}
-	if err := agents.WriteSidecar(sess, agents.Sidecar{Row: row, CWD: cwd}); err != nil {
+	data, err := agents.EncodeSidecar(agents.Sidecar{Row: row, CWD: cwd}, sess.Rel)
+	if err == nil {
+		err = sess.WriteSidecar(string(id0), data)
+	}
+	if err != nil {
 		b.Fatal(err)
 	}
 }

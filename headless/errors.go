@@ -19,6 +19,10 @@ var ErrUsage = errors.New("bad usage")
 // session and the holder's pid.
 var ErrSessionBusy = errors.New("session busy")
 
+// ErrTurnCancelled: an interactive session's client cancelled the running turn (its
+// Input's Cancel); the turn ends with its partial findings and the session goes on.
+var ErrTurnCancelled = errors.New("cancelled: the client cancelled the turn")
+
 // ErrMaxBudget: the run's cost went over --max-budget-usd (exit 1).
 var ErrMaxBudget = errors.New("maximum budget reached")
 

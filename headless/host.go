@@ -6,21 +6,24 @@ import (
 	"fmt"
 
 	"github.com/stoke-cli/stoke/agents"
+	"github.com/stoke-cli/stoke/agents/catalog"
 	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/mcp"
 	"github.com/stoke-cli/stoke/agents/permission"
+	"github.com/stoke-cli/stoke/agents/runtime"
 	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/headless/sdkhost"
 	"github.com/stoke-cli/stoke/streamjson"
 )
 
 // host serves the Claude Agent SDK host that drives the run, or applies Claude Code's
-// options (*sdkhost.Host); a plain run has none (nil). The session calls it while it
-// builds the run, then the run loop at each parent turn, then once at the end; all from
-// the run's goroutine, except the Lifecycle, which the registry calls from its turns.
+// options (*sdkhost.Host); a plain run has none (nil). Assemble calls it while it builds
+// the session's parts, then the loop at each parent turn, then Serve once at the end; all
+// from the run's goroutine, except the Lifecycle, which the registry calls from its turns.
 type host interface {
 	// Parent adds the host's parts to the parent's runtime configuration (system prompt,
 	// model, Stop callbacks, partial messages).
-	Parent(agents.RuntimeConfig) agents.RuntimeConfig
+	Parent(runtime.Config) runtime.Config
 	// Tools returns the parent's tool set: own (the task tools) and the workspace's tools
 	// the host offers, wrapped in its tool callbacks.
 	Tools(own []tools.Tool, ws *tools.Workspace) *tools.Set
@@ -31,7 +34,7 @@ type host interface {
 	// live mode ("" for none: a subagent's own mode).
 	Approver(rules *permission.Rules, ceiling tools.Mode) tools.Approver
 	// Agents are more subagent types.
-	Agents() []agents.Definition
+	Agents() []catalog.Definition
 	// Lifecycle hears of the subagents' turns (the host's SubagentStart/Stop callbacks).
 	agents.Lifecycle
 
@@ -49,109 +52,60 @@ type host interface {
 }
 
 // newHost returns the host of a run that needs one: an SDK session (stream-json both
-// ways), or a run given Claude Code's options. Nil otherwise.
-func (s *session) newHost(ctx context.Context, cp *sdkhost.ControlPlane, model llm.Model) *sdkhost.Host {
-	o := s.opts
+// ways), or a run given Claude Code's options. Nil otherwise. What it asks of the
+// session later (the catalog, the tasks, the MCP servers) it asks of p once assembled.
+func newHost(ctx context.Context, p *Parts) *sdkhost.Host {
+	o := p.opts
 	if !o.sdkMode() && o.SDK.IsZero() {
 		return nil
 	}
 	transcript := ""
-	if s.sess != nil {
-		transcript = s.sess.ParentTranscript()
+	if sess := p.opened.sess; sess != nil {
+		transcript = sess.ParentTranscript()
 	}
 	return sdkhost.New(ctx, sdkhost.Config{
-		Options: o.SDK, Control: cp, SDKMode: o.sdkMode(), Mode: o.knownApprovalMode(),
-		Model: model, ModelName: o.ModelName, Priced: o.Prices.Known,
-		SessionID: s.id, CWD: o.CWD, TranscriptPath: transcript, Version: o.Version,
-		Emit: s.emit, Catalog: func() agents.Catalog { return s.reg.Catalog() },
-		Tasks: func() sdkhost.Tasks { return s.reg }, MCPServers: s.mcpServerStatuses,
+		Options: o.SDK, Control: p.cp, SDKMode: o.sdkMode(), Mode: o.knownApprovalMode(),
+		Model: p.model(), ModelName: o.ModelName, Priced: o.Prices.Known,
+		SessionID: p.id, CWD: o.CWD, TranscriptPath: transcript, Version: o.Version,
+		Emit: p.events.emit, Catalog: func() catalog.Catalog { return p.reg.Catalog() },
+		Tasks: func() sdkhost.Tasks { return p.reg }, MCPServers: func() []mcp.Status { return p.mcp.m.Statuses() },
 		Logger: o.Logger,
 	})
-}
-
-// hostAgents are the subagent types the host defined.
-func (s *session) hostAgents() []agents.Definition {
-	if s.host == nil {
-		return nil
-	}
-	return s.host.Agents()
-}
-
-// workspaceApproval returns the approval mode the workspace tools are built with, and
-// whether the host approves what that mode does not allow; without a host, the configured
-// mode as it is.
-func (s *session) workspaceApproval() (tools.Mode, bool) {
-	if s.host != nil {
-		return s.host.Approval()
-	}
-	return s.opts.knownApprovalMode(), false
-}
-
-// parentTools is the parent's tool set: the task tools, the MCP tools and the workspace
-// tools.
-func (s *session) parentTools(ws *tools.Workspace) *tools.Set {
-	own := append(agents.TaskTools(s.reg), s.parentMCPTools(ws)...)
-	if s.host != nil {
-		return s.host.Tools(own, ws)
-	}
-	wsTools, _ := ws.Tools(nil)
-	return tools.NewSet(append(own, wsTools...)...)
 }
 
 // beginTurn starts a parent turn: it returns the turn's context (cancelled by going over
 // the budget, or by the host) and the func that ends the turn.
 func (s *session) beginTurn(ctx context.Context) (context.Context, func()) {
 	tctx, cancel := context.WithCancelCause(ctx)
-	h := &turnHandle{cancel: cancel}
-	s.mu.Lock()
-	s.turnHandle = h
-	s.mu.Unlock()
-	if s.overBudget() {
-		cancel(ErrMaxBudget)
-	}
+	endBudget := s.budget.begin(cancel)
 	endHost := func() {}
 	if s.host != nil {
 		tctx, endHost = s.host.BeginTurn(tctx)
 	}
+	endInput := watchCancel(s.cancelTurn, cancel)
 	return tctx, func() {
+		endInput()
 		endHost()
-		s.mu.Lock()
-		if s.turnHandle == h {
-			s.turnHandle = nil
-		}
-		s.mu.Unlock()
+		endBudget()
 		cancel(nil)
 	}
 }
 
-// turnHandle is the running parent turn's cancel function; compared by pointer, so a late
-// cleanup cannot clear a newer turn's handle.
-type turnHandle struct {
-	cancel context.CancelCauseFunc
-}
-
-// charged is called after each model call that reported its usage: over the budget, the
-// running parent turn is cancelled.
-func (s *session) charged() {
-	if !s.overBudget() {
-		return
+// watchCancel cancels a turn with ErrTurnCancelled when its input's Cancel is closed
+// (nil: never), until the returned func ends the watch.
+func watchCancel(c <-chan struct{}, cancel context.CancelCauseFunc) func() {
+	if c == nil {
+		return func() {}
 	}
-	s.mu.Lock()
-	h := s.turnHandle
-	s.mu.Unlock()
-	if h != nil {
-		h.cancel(ErrMaxBudget)
-	}
-}
-
-// overBudget reports whether the run's cost (subagents included) is over --max-budget-usd.
-func (s *session) overBudget() bool {
-	return s.opts.SDK.MaxBudgetUSD > 0 && s.costUSD() > s.opts.SDK.MaxBudgetUSD
-}
-
-func (s *session) costUSD() float64 {
-	_, cost := s.meter.total()
-	return cost
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-c:
+			cancel(ErrTurnCancelled)
+		case <-done:
+		}
+	}()
+	return func() { close(done) }
 }
 
 // endedEarly handles a parent turn that the budget or the host ended (and not the run's
@@ -162,13 +116,14 @@ func (s *session) endedEarly(runCtx, turnCtx context.Context, reason string) (bo
 	if runCtx.Err() != nil {
 		return false, nil
 	}
-	if s.overBudget() {
-		return true, fmt.Errorf("%w: the run cost $%.4f, over --max-budget-usd $%.4f", ErrMaxBudget, s.costUSD(), s.opts.SDK.MaxBudgetUSD)
+	if s.budget.over() {
+		return true, fmt.Errorf("%w: the run cost $%.4f, over --max-budget-usd $%.4f", ErrMaxBudget, s.budget.cost(), s.opts.SDK.MaxBudgetUSD)
 	}
-	if reason == agents.ReasonCompleted || !errors.Is(context.Cause(turnCtx), sdkhost.ErrInterrupted) {
+	cause := context.Cause(turnCtx)
+	if reason == runtime.ReasonCompleted || !errors.Is(cause, sdkhost.ErrInterrupted) && !errors.Is(cause, ErrTurnCancelled) {
 		return false, nil
 	}
-	s.writeResultAs(streamjson.ResultErrorDuringExecution, streamjson.TerminalAborted, sdkhost.ErrInterrupted.Error())
+	s.writeResultAs(streamjson.ResultErrorDuringExecution, streamjson.TerminalAborted, cause.Error())
 	s.idle()
 	return true, nil
 }

@@ -39,11 +39,11 @@ func TestHostOnlyWhenAskedFor(t *testing.T) {
 				}
 				defer cp.Close()
 			}
-			s, err := newSession(t.Context(), o, cp)
+			s, err := Assemble(t.Context(), o, cp)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer s.close()
+			defer s.Close()
 			if got := s.host != nil; got != tt.wantHost {
 				t.Fatalf("host = %v, want %v", got, tt.wantHost)
 			}

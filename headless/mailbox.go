@@ -124,6 +124,9 @@ func (mb *mailbox) take() (llm.Message, bool) {
 	if rest > 0 {
 		mb.wake()
 	}
+	for _, n := range batch {
+		n.Delivered() // the parent has it: the registry may prune its row
+	}
 	m := agents.NotificationsMessage(batch)
 	u := streamjson.NewUser(m.Content)
 	u.Origin = &streamjson.Origin{Kind: "task-notification"}
@@ -137,7 +140,7 @@ func (mb *mailbox) empty() bool {
 	return len(mb.pending) == 0
 }
 
-// Drain implements agents.Inbox: notifications that arrive mid-turn are read at the next
+// Drain implements runtime.Inbox: notifications that arrive mid-turn are read at the next
 // step, which the parent takes anyway.
 func (mb *mailbox) Drain() []llm.Message {
 	if m, ok := mb.take(); ok {
@@ -146,7 +149,7 @@ func (mb *mailbox) Drain() []llm.Message {
 	return nil
 }
 
-// Settle implements agents.Inbox: notifications pending as the parent finishes are read
+// Settle implements runtime.Inbox: notifications pending as the parent finishes are read
 // in the same turn when they are due; else the turn ends and the run loop takes them
 // once they are.
 func (mb *mailbox) Settle(string) []llm.Message {

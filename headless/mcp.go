@@ -12,7 +12,7 @@ import (
 
 	sdkmcp "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/stoke-cli/stoke/agents"
+	"github.com/stoke-cli/stoke/agents/catalog"
 	"github.com/stoke-cli/stoke/agents/mcp"
 	"github.com/stoke-cli/stoke/agents/permission"
 	"github.com/stoke-cli/stoke/agents/secrets"
@@ -36,7 +36,8 @@ type MCPOptions struct {
 
 // mcpState is the session's MCP side: the servers, and which of them each agent names.
 type mcpState struct {
-	m *mcp.Manager
+	opts Options
+	m    *mcp.Manager
 	// ctx is the run's: subagents start their servers under it (SubagentTools has none).
 	ctx context.Context
 	// parent are the configured servers' names, sorted.
@@ -58,11 +59,11 @@ func mcpEnv(p *secrets.Policy) []string { return p.Environ(os.Environ()) }
 
 // newMCP registers the configured servers, the SDK host's (its in-process servers and
 // those its initialize request delivered) and the agents' own. Nothing starts yet (start).
-func (s *session) newMCP(ctx context.Context, cat agents.Catalog) *mcpState {
-	st := &mcpState{ctx: ctx, own: map[string][]string{}}
-	servers := s.opts.MCP.Servers
+func newMCP(ctx context.Context, o Options, hst host, cat catalog.Catalog) *mcpState {
+	st := &mcpState{opts: o, ctx: ctx, own: map[string][]string{}}
+	servers := o.MCP.Servers
 	var sdkTransport func(string) (sdkmcp.Transport, error)
-	if h, ok := s.host.(*sdkhost.Host); ok {
+	if h, ok := hst.(*sdkhost.Host); ok {
 		if hs := h.MCPServers(); len(hs) > 0 {
 			servers = maps.Clone(servers)
 			if servers == nil {
@@ -75,19 +76,19 @@ func (s *session) newMCP(ctx context.Context, cat agents.Catalog) *mcpState {
 	st.m = mcp.NewManager(mcp.Options{
 		Servers:       servers,
 		SDK:           sdkTransport,
-		Env:           mcpEnv(s.opts.Secrets),
-		Dir:           s.opts.CWD,
-		StartTimeout:  s.opts.MCP.StartTimeout,
-		Logger:        s.opts.Logger,
+		Env:           mcpEnv(o.Secrets),
+		Dir:           o.CWD,
+		StartTimeout:  o.MCP.StartTimeout,
+		Logger:        o.Logger,
 		ClientName:    "stoke",
-		ClientVersion: s.opts.Version,
+		ClientVersion: o.Version,
 	})
 	for name := range servers {
 		st.parent = append(st.parent, name)
 	}
 	slices.Sort(st.parent)
 	for _, typ := range cat.Names() {
-		st.own[typ] = s.agentServers(st.m, cat[typ])
+		st.own[typ] = st.agentServers(cat[typ])
 	}
 	return st
 }
@@ -103,10 +104,11 @@ func (st *mcpState) start() {
 
 // agentServers registers the inline servers of def that may start and returns the names
 // of the servers def names that exist, warning about the others.
-func (s *session) agentServers(m *mcp.Manager, def agents.Definition) []string {
+func (st *mcpState) agentServers(def catalog.Definition) []string {
+	m := st.m
 	var names []string
 	warn := func(server, why string) {
-		s.opts.Logger.Warn("agent MCP server ignored", "subagent_type", def.Name, "file", def.Source, "server", server, "reason", why)
+		st.opts.Logger.Warn("agent MCP server ignored", "subagent_type", def.Name, "file", def.Source, "server", server, "reason", why)
 	}
 	for _, srv := range def.MCPServers {
 		if srv.Config == nil {
@@ -118,10 +120,10 @@ func (s *session) agentServers(m *mcp.Manager, def agents.Definition) []string {
 			continue
 		}
 		switch {
-		case s.opts.MCP.Strict:
+		case st.opts.MCP.Strict:
 			warn(srv.Name, "--strict-mcp-config: only --mcp-config servers run")
 			continue
-		case !s.opts.MCP.TrustProject && s.projectDefinition(def):
+		case !st.opts.MCP.TrustProject && projectDefinition(st.opts.CWD, def):
 			warn(srv.Name, "the project is not trusted (--trust-project starts its agents' servers)")
 			continue
 		}
@@ -146,10 +148,11 @@ func (s *session) agentServers(m *mcp.Manager, def agents.Definition) []string {
 	return names
 }
 
-// projectDefinition reports whether def was read from the project's agent directories.
-func (s *session) projectDefinition(def agents.Definition) bool {
+// projectDefinition reports whether def was read from the agent directories of the
+// project in cwd.
+func projectDefinition(cwd string, def catalog.Definition) bool {
 	dir := filepath.Dir(def.Source)
-	for _, d := range (agents.LoadOptions{ProjectDir: s.opts.CWD}).Dirs() {
+	for _, d := range (catalog.LoadOptions{ProjectDir: cwd}).Dirs() {
 		if d == dir {
 			return true
 		}
@@ -157,15 +160,14 @@ func (s *session) projectDefinition(def agents.Definition) bool {
 	return false
 }
 
-// mcpTools returns the MCP tools of an agent, gated as commands under w (an MCP tool
+// tools returns the MCP tools of an agent, gated as commands under w (an MCP tool
 // runs only where the approval mode, a permission rule or the host allows a command).
 // The parent (the zero Definition), and a subagent without a tools list, get the tools
 // of every configured server; a subagent with a tools list gets the MCP tools it lists
 // (mcp__server__tool, mcp__server or mcp__server__*); every subagent gets the tools of
 // the servers its mcpServers names. Servers not started yet start now. disallowedTools
 // takes tools away by the same names.
-func (s *session) mcpTools(def agents.Definition, w *tools.Workspace) []tools.Tool {
-	st := s.mcp
+func (st *mcpState) tools(def catalog.Definition, w *tools.Workspace) []tools.Tool {
 	own := st.own[def.Name]
 	servers := slices.Clone(own)
 	if len(def.Tools) == 0 {
@@ -190,15 +192,16 @@ func (s *session) mcpTools(def agents.Definition, w *tools.Workspace) []tools.To
 	return out
 }
 
-// parentMCPTools are the parent's MCP tools, less those --disallowedTools names bare.
-func (s *session) parentMCPTools(ws *tools.Workspace) []tools.Tool {
+// parentTools are the parent's MCP tools, less those disallowed (--disallowedTools)
+// names bare.
+func (st *mcpState) parentTools(disallowed []string, ws *tools.Workspace) []tools.Tool {
 	var denied []string
-	for _, r := range s.opts.SDK.DisallowedTools {
+	for _, r := range disallowed {
 		if rule := permission.ParseRule(r); rule.Whole() {
 			denied = append(denied, rule.Tool)
 		}
 	}
-	return s.mcpTools(agents.Definition{DisallowedTools: denied}, ws)
+	return st.tools(catalog.Definition{DisallowedTools: denied}, ws)
 }
 
 // close stops the servers.
@@ -208,17 +211,14 @@ func (st *mcpState) close() {
 	}
 }
 
-// mcpStatuses is system/init's mcp_servers: every server with its status.
-func (s *session) mcpStatuses() []any {
+// statuses is system/init's mcp_servers: every server with its status.
+func (st *mcpState) statuses() []any {
 	out := []any{}
-	for _, st := range s.mcp.m.Statuses() {
-		out = append(out, mcpServerStatus{Name: st.Name, Status: st.Status})
+	for _, s := range st.m.Statuses() {
+		out = append(out, mcpServerStatus{Name: s.Name, Status: s.Status})
 	}
 	return out
 }
-
-// mcpServerStatuses are the servers for an SDK host's mcp_status.
-func (s *session) mcpServerStatuses() []mcp.Status { return s.mcp.m.Statuses() }
 
 // mcpRuleMatches reports whether a tool name or permission rule covers an MCP tool:
 // its own name, mcp__server (every tool of that server) or mcp__server__*.

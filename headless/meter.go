@@ -91,3 +91,64 @@ func (m *meter) models() map[string]streamjson.ModelUsage {
 	}
 	return out
 }
+
+// budget is --max-budget-usd over the run's meter: a model call that takes the run's
+// cost over it cancels the running parent turn (charged), and no parent turn starts
+// over it. Safe for concurrent use.
+type budget struct {
+	max   float64 // 0: no budget
+	meter *meter
+
+	mu   sync.Mutex
+	turn *turnHandle // the running parent turn (nil between turns)
+}
+
+// turnHandle is the running parent turn's cancel function; compared by pointer, so a late
+// cleanup cannot clear a newer turn's handle.
+type turnHandle struct {
+	cancel context.CancelCauseFunc
+}
+
+// begin records the parent turn that cancel ends, and cancels it at once when the run
+// is over the budget already; end forgets it.
+func (b *budget) begin(cancel context.CancelCauseFunc) (end func()) {
+	h := &turnHandle{cancel: cancel}
+	b.mu.Lock()
+	b.turn = h
+	b.mu.Unlock()
+	if b.over() {
+		cancel(ErrMaxBudget)
+	}
+	return func() {
+		b.mu.Lock()
+		if b.turn == h {
+			b.turn = nil
+		}
+		b.mu.Unlock()
+	}
+}
+
+// charged is called after each model call that reported its usage: over the budget, the
+// running parent turn is cancelled.
+func (b *budget) charged() {
+	if !b.over() {
+		return
+	}
+	b.mu.Lock()
+	h := b.turn
+	b.mu.Unlock()
+	if h != nil {
+		h.cancel(ErrMaxBudget)
+	}
+}
+
+// over reports whether the run's cost (subagents included) is over the budget.
+func (b *budget) over() bool {
+	return b.max > 0 && b.cost() > b.max
+}
+
+// cost is the run's cost so far, in USD.
+func (b *budget) cost() float64 {
+	_, cost := b.meter.total()
+	return cost
+}

@@ -68,7 +68,7 @@ type Options struct {
 	// files that write their model as provider:model.
 	Provider string
 	// ModelAliases map the model values of agent files (sonnet, opus, haiku, fast, ...)
-	// to model names (the model-aliases settings; agents.ResolveModel).
+	// to model names (the model-aliases settings; catalog.ResolveModel).
 	ModelAliases map[string]string
 	// MaxTurns caps parent model calls per turn; 0 means no cap (cmd's default is
 	// agents.DefaultMaxTurns).
@@ -103,7 +103,8 @@ type Options struct {
 	// MaxBackground caps running background agents per parent (0:
 	// agents.DefaultMaxBackground).
 	MaxBackground int
-	// MaxQueued caps background launches waiting for a slot (0: agents.DefaultMaxQueued).
+	// MaxQueued caps background launches waiting for a slot (0: agents.DefaultMaxQueued;
+	// agents.NoQueue: none waits, a launch over MaxBackground fails at once).
 	MaxQueued int
 	// MaxForeground caps foreground agents running at once (0:
 	// agents.DefaultMaxForeground).
@@ -130,6 +131,9 @@ type Options struct {
 	// hooks of its agent files (cmd decides it: --trust-project, trusted-projects in the
 	// home settings). Agent approval modes are capped by ApprovalMode either way.
 	TrustProject bool
+	// Report, when set, is the file the run's report (HTML: agents/report) is written to
+	// once the run has ended, however it ended (a signal included): --report.
+	Report string
 	// Secrets keeps credentials out of the shell tool's and the hooks' environment and
 	// redacts them from tool results; nil still keeps the provider keys out of both.
 	Secrets *secrets.Policy
@@ -139,6 +143,32 @@ type Options struct {
 	Observe func(streamjson.Event)
 	// SDK holds the Claude Code options a Claude Agent SDK host passes.
 	SDK sdkhost.Options
+	// Interactive makes the session a person's, driven turn by turn by an entry point that
+	// feeds Serve (the ACP server): the parent takes a turn only for an Input, and each
+	// gets its result event; notifications that arrive while the parent is idle are held
+	// for the next Input and come before it (their task_notification events are emitted
+	// at once, as ever); a turn that reaches --max-turns or whose model fails ends with
+	// its result and the session goes on; an Input's Cancel ends its turn alone.
+	Interactive bool
+	// Sink, when set, receives every event in place of Stdout; with OutputStreamJSON the
+	// result events too (Sink, ModelSink).
+	Sink Sink
+	// Approvals, when set (and no SDK host decides), decides the tool calls the approval
+	// mode does not allow by itself instead of refusing them.
+	Approvals Approvals
+	// Files, when set, is where the file tools of the session's workspace read and write
+	// (an editor's buffers; tools.Files).
+	Files tools.Files
+	// Terminal, when set, is where the shell tool of the session's workspace runs its
+	// commands (an editor's terminals; tools.Terminal).
+	Terminal tools.Terminal
+	// OnDispose is called once per runtime a task gives up (tests:
+	// agents.RegistryConfig.OnDispose).
+	OnDispose func(agents.TaskID)
+	// Lifecycle, when set, hears of the subagents' turns too (after the session's own
+	// listeners): an entry point that shows a background turn as settled once its
+	// notification waits for the parent (TurnSettled).
+	Lifecycle agents.Lifecycle
 	// NewTaskID names each launched task; nil gives random ids. A replay (--replay) gives
 	// each launch the id it had in the recording.
 	NewTaskID func(agents.LaunchRequest) agents.TaskID

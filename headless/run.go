@@ -7,13 +7,10 @@ import (
 	"io"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/stoke-cli/stoke/agents"
 	"github.com/stoke-cli/stoke/agents/llm"
-	"github.com/stoke-cli/stoke/agents/permission"
-	"github.com/stoke-cli/stoke/agents/store"
+	"github.com/stoke-cli/stoke/agents/runtime"
 	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/agents/trace"
 	"github.com/stoke-cli/stoke/headless/sdkhost"
@@ -35,7 +32,7 @@ const parentSystemPrompt = "You are stoke, a headless coding agent run from a sc
 // Run runs one headless session: prompt in, parent turns, background agents, the final result.
 // It returns nil on success, or an error the CLI maps to an exit code: ErrMaxTurns,
 // ErrRunFailed, ErrUsage (all wrapped) or *InterruptedError.
-func Run(ctx context.Context, opts Options) error {
+func Run(ctx context.Context, opts Options) (err error) {
 	opts = withDefaults(opts)
 	ctx, stopSignals := withSignals(ctx)
 	defer stopSignals()
@@ -58,14 +55,24 @@ func Run(ctx context.Context, opts Options) error {
 			return fmt.Errorf("%w: %w", ErrUsage, err)
 		}
 	}
-	s, err := newSession(ctx, opts, cp)
+	p, err := Assemble(ctx, opts, cp)
 	if err != nil {
 		return err
 	}
-	defer s.close()
-	err = s.run(ctx)
-	if s.host != nil {
-		s.host.Close()
+	return Serve(ctx, p, inputs(ctx, p.opts, cp))
+}
+
+// Serve runs the loop of the session p over the user turns of in (closed after the
+// last), then the end-of-run policy and the final result, and closes p. It returns what
+// Run returns. The registry's turns live under the ctx p was assembled with; ctx ends
+// the loop (a signal, --timeout).
+func Serve(ctx context.Context, p *Parts, in <-chan Input) (err error) {
+	s := &session{Parts: p, reminder: p.reminder}
+	defer func() { err = s.writeReport(err) }() // after close: the session as stored
+	defer p.Close()
+	err = s.run(ctx, in)
+	if p.host != nil {
+		p.host.Close()
 	}
 	return err
 }
@@ -95,40 +102,14 @@ func withDefaults(o Options) Options {
 	return o
 }
 
-// session is one run's state. opts is never changed once the session is built.
+// session is the loop of one run: it holds the run's parts (Assemble) and the loop's
+// state, which only the loop's goroutine touches.
 type session struct {
-	opts Options
-	// id is the session's id: Options.SessionID, or the resumed session's.
-	id     string
-	enc    *streamjson.Encoder // events (stdout with stream-json, else discarded)
-	out    *streamjson.Encoder // the final result object with --output-format json
-	reg    *agents.Registry
-	parent *agents.Runtime
-	// parentModel is the parent's model, which says what media it takes (llm.CheckInput).
-	parentModel llm.Model
-	mb          *mailbox
-	meter       *meter                // the model of every agent, with the run's usage and cost
-	cp          *sdkhost.ControlPlane // stream-json stdin (nil with a text prompt)
-	host        host                  // the SDK host's side (nil for a plain run)
-	chat        *store.Transcript     // the parent's transcript (nil without a home)
-	start       time.Time
-	// sess is the session directory (nil without a home); opened holds its lock and
-	// session.json.
-	sess   *store.Session
-	opened *opened
-	// reminder is added once to the next ordinary user prompt after a restore, with the
-	// notifications the parent had not read before the previous run ended.
+	*Parts
+	// reminder is added once to the next ordinary user prompt (Parts.reminder).
 	reminder []llm.Block
-
-	mu sync.Mutex
-	// turnHandle cancels the running parent turn (the budget); nil between turns.
-	turnHandle *turnHandle
-	// denials are the refused tool calls, for the result's permission_denials.
-	denials []streamjson.PermissionDenial
-	// lastWorkspace is the workspace as the previous parent turn left it.
-	lastWorkspace *workspaceState
-	// rules are --allowedTools and --disallowedTools over the workspace (workspace.go).
-	rules *permission.Rules
+	// cancelTurn is the running input's Cancel (nil when it has none).
+	cancelTurn <-chan struct{}
 
 	// per-run accounting of the parent
 	parentTurns int // prompts and notification turns, for trace spans
@@ -140,225 +121,19 @@ type session struct {
 	lastText    string
 	lastStop    string
 	wroteFinal  bool
-
-	mcp *mcpState // the MCP servers (mcp.go)
-	// surface rewrites the events of an SDK session for its host (nil otherwise); set
-	// before the first event.
-	surface func(streamjson.Event) streamjson.Event
-}
-
-func newSession(ctx context.Context, opts Options, cp *sdkhost.ControlPlane) (_ *session, err error) {
-	st, err := openSession(ctx, opts)
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if err != nil {
-			_ = st.lock.Unlock()
-		}
-	}()
-	id, sess := st.id, st.sess
-	s := &session{opts: opts, id: id, start: time.Now(), sess: sess, opened: st, cp: cp}
-	evOut := io.Discard
-	if opts.OutputFormat == OutputStreamJSON {
-		evOut = opts.Stdout
-	}
-	s.enc = streamjson.NewEncoder(evOut, id, nil)
-	s.out = streamjson.NewEncoder(opts.Stdout, id, nil)
-	window := opts.NotifyWindow
-	if window == 0 {
-		window = DefaultNotifyWindow
-	}
-	s.mb = newMailbox(s.emit, window)
-	var model llm.Model
-	if opts.Model != nil {
-		s.meter = &meter{Model: opts.Model, prices: opts.Prices, charged: s.charged}
-		model = s.meter
-	} else {
-		s.meter = &meter{}
-	}
-	sdk := s.newHost(ctx, cp, model)
-	var lifecycle agents.Lifecycle = agents.Lifecycles(s.mb, failureLog{logger: opts.Logger, secrets: opts.Secrets})
-	if sdk != nil {
-		s.host = sdk
-		lifecycle = agents.Lifecycles(lifecycle, sdk)
-		if opts.sdkMode() {
-			s.surface = sdk.Surface
-		}
-	}
-
-	history := st.history
-	var taskStore agents.TaskStore
-	if sess != nil {
-		if err := st.writeInfo(); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrRunFailed, err)
-		}
-		tr, err := sess.OpenParent(st.info, nil)
-		if err != nil {
-			return nil, fmt.Errorf("%w: open session: %w", ErrRunFailed, err)
-		}
-		s.chat, taskStore = tr, sess
-	}
-	ws, wsOpts, err := s.newWorkspace()
-	if err != nil {
-		if s.chat != nil {
-			_ = s.chat.Close()
-		}
-		return nil, fmt.Errorf("%w: workspace: %w", ErrUsage, err)
-	}
-	catalog := s.definitions()
-	if err := s.checkAgentPrices(catalog); err != nil {
-		if s.chat != nil {
-			_ = s.chat.Close()
-		}
-		return nil, err
-	}
-	s.reg = agents.NewRegistry(ctx, agents.RegistryConfig{
-		SessionID:        id,
-		Store:            taskStore,
-		CWD:              opts.CWD,
-		Model:            model,
-		ModelName:        opts.ModelName,
-		MaxBackground:    opts.MaxBackground,
-		MaxQueued:        opts.MaxQueued,
-		MaxForeground:    opts.MaxForeground,
-		MaxRetained:      opts.MaxRetained,
-		BackgroundAgents: opts.BackgroundAgents,
-		MaxSteps:         agents.DefaultMaxSteps,
-		SubagentTools:    s.subagentTools(ws, wsOpts),
-		Hooks:            opts.Hooks,
-		HookRunner:       s.hookRunner(),
-		Tracer:           opts.Tracer,
-		Catalog:          catalog,
-		Emit:             s.emit,
-		Notify:           s.mb.Push,
-		Lifecycle:        lifecycle,
-		Logger:           opts.Logger,
-		NewID:            opts.NewTaskID,
-	})
-	s.mb.active = s.reg.Unsettled
-	if len(st.roster) > 0 {
-		if err := s.reg.Restore(st.roster); err != nil {
-			s.reg.Shutdown()
-			if s.chat != nil {
-				_ = s.chat.Close()
-			}
-			return nil, fmt.Errorf("%w: restore agents: %w", ErrRunFailed, err)
-		}
-		if !opts.Bare {
-			s.reminder = append(s.reminder, rosterReminder(len(st.roster)))
-		}
-	}
-	// Results the parent never read (the previous run ended first) come with the first
-	// prompt, --bare or not: nothing acknowledged is lost.
-	for _, m := range st.unread {
-		s.reminder = append(s.reminder, m.Content...)
-	}
-	s.mcp = s.newMCP(ctx, s.reg.Catalog())
-	if cp != nil {
-		// From here the host's lines are routed (its initialize request answered first):
-		// the MCP servers that run in the host start through the control plane.
-		var h sdkhost.ControlHandler
-		if sdk != nil {
-			h = sdk
-		}
-		cp.Attach(h, s.enc)
-	}
-	s.mcp.start()
-	parentTools := s.parentTools(ws)
-	var chat agents.ChatStore
-	if s.chat != nil {
-		chat = s.chat
-	}
-	parentCfg := agents.RuntimeConfig{
-		Agent:     "parent",
-		System:    parentSystemPrompt,
-		Model:     model,
-		ModelName: opts.ModelName,
-		Tools:     func() *tools.Set { return parentTools },
-		MaxSteps:  opts.MaxTurns,
-		Inbox:     s.mb,
-		Store:     chat,
-		Emit:      s.emit,
-		History:   history,
-		StopHook:  s.parentStopHook(),
-		Tracer:    opts.Tracer,
-	}
-	if s.host != nil {
-		parentCfg = s.host.Parent(parentCfg)
-	}
-	s.parent = agents.NewRuntime(parentCfg)
-	s.parentModel = parentCfg.Model
-
-	init := streamjson.NewInit()
-	init.CWD, init.Model, init.Tools = opts.CWD, opts.ModelName, parentTools.Names()
-	init.Agents = s.reg.Catalog().Names()
-	init.PermissionMode = opts.ApprovalMode.PermissionMode()
-	init.MCPServers = s.mcpStatuses()
-	init.StokeVersion = opts.Version
-	init.ClaudeCodeVersion = opts.Version
-	s.emit(init)
-	return s, nil
-}
-
-// emit writes one event on the stream: in an SDK session, as the host's SDK reads it
-// (sdkhost.Host.Surface).
-func (s *session) emit(ev streamjson.Event) {
-	out := ev
-	if s.surface != nil {
-		out = s.surface(ev)
-	}
-	if err := s.enc.Encode(out); err != nil {
-		s.opts.Logger.Debug("write event", "err", err)
-	}
-	if s.opts.Observe != nil {
-		s.opts.Observe(ev)
-	}
-}
-
-func (s *session) close() {
-	s.reg.Shutdown()
-	s.mcp.close()
-	if s.chat != nil {
-		_ = s.chat.Close()
-	}
-	if err := s.opened.writeInfo(); err != nil {
-		s.opts.Logger.Warn("write session info", "err", err)
-	}
-	if err := s.opened.lock.Unlock(); err != nil {
-		s.opts.Logger.Warn("unlock session", "err", err)
-	}
-}
-
-// prompts yields the user turns: the text prompt, or stream-json lines from stdin.
-func (s *session) prompts(ctx context.Context) <-chan sdkhost.Prompt {
-	if s.cp != nil {
-		// The control plane's reader routes stdin by type: user lines come here.
-		return s.cp.Prompts(ctx)
-	}
-	ch := make(chan sdkhost.Prompt)
-	go func() {
-		defer close(ch)
-		select {
-		case ch <- sdkhost.Prompt{Msg: llm.UserText(s.opts.Prompt)}:
-		case <-ctx.Done():
-		}
-	}()
-	return ch
 }
 
 // run is the parent loop: user turns as they come, notification turns when idle, the
 // end-of-run policy, and the final result.
-func (s *session) run(ctx context.Context) error {
-	streamIn := s.opts.InputFormat == InputStreamJSON
-	prompts := s.prompts(ctx)
+func (s *session) run(ctx context.Context, prompts <-chan Input) error {
+	streamIn := s.opts.InputFormat == InputStreamJSON || s.opts.Interactive
 	// due fires when held notifications are due (mailbox.due).
 	due := time.NewTimer(time.Hour)
 	due.Stop()
 	defer due.Stop()
 	var usageErr error
 	for prompts != nil || s.pendingBackground() {
-		var p sdkhost.Prompt
+		var p Input
 		var ok bool
 		select {
 		case p, ok = <-prompts:
@@ -374,22 +149,10 @@ func (s *session) run(ctx context.Context) error {
 			s.mb.wake()
 			continue
 		case <-s.mb.ready:
-			if s.mb.empty() {
-				// A turn settled whose notification the parent already read: the run
-				// may be over (the loop condition) or idle.
-				s.idle()
-				continue
+			if s.opts.Interactive {
+				continue // held for the next input (or the loop's condition changed)
 			}
-			if wait := s.mb.due(); wait > 0 {
-				// Other agents are still at work: theirs may come with these.
-				due.Reset(wait)
-				continue
-			}
-			notes, ok := s.mb.take()
-			if !ok {
-				continue
-			}
-			if err := s.turn(ctx, notes, streamIn); err != nil {
+			if err := s.notified(ctx, due, streamIn); err != nil {
 				return s.fail(ctx, err)
 			}
 			continue
@@ -408,13 +171,46 @@ func (s *session) run(ctx context.Context) error {
 			p.Msg.Content = append(p.Msg.Content, s.reminder...)
 			s.reminder = nil
 		}
-		if err := s.userTurn(ctx, p.Msg, streamIn); err != nil {
+		if s.opts.Interactive {
+			s.held(&p)
+		}
+		s.cancelTurn = p.Cancel
+		err := s.userTurn(ctx, p.Msg, streamIn)
+		s.cancelTurn = nil
+		if err != nil && !s.turnFailed(ctx, err) {
 			return s.fail(ctx, err)
 		}
 		if !streamIn {
 			prompts = nil // one text prompt
 		}
 	}
+	return s.end(ctx, usageErr, streamIn)
+}
+
+// notified acts on the mailbox's signal: a notification turn once the notifications
+// held are due, or, when a turn settled whose notification the parent already read, the
+// host told the run is idle.
+func (s *session) notified(ctx context.Context, due *time.Timer, streamIn bool) error {
+	if s.mb.empty() {
+		// The run may be over (the loop's condition) or idle.
+		s.idle()
+		return nil
+	}
+	if wait := s.mb.due(); wait > 0 {
+		// Other agents are still at work: theirs may come with these.
+		due.Reset(wait)
+		return nil
+	}
+	notes, ok := s.mb.take()
+	if !ok {
+		return nil
+	}
+	return s.turn(ctx, notes, streamIn)
+}
+
+// end ends the run once the input is over and no background work holds it: the
+// background policy, the final result, the error to exit with.
+func (s *session) end(ctx context.Context, usageErr error, streamIn bool) error {
 	if usageErr != nil {
 		if s.numTurns == 0 {
 			s.writeResultAs(streamjson.ResultErrorDuringExecution, streamjson.TerminalSetupFailed, usageErr.Error())
@@ -435,7 +231,7 @@ func (s *session) run(ctx context.Context) error {
 // checkInput refuses a stream-json user message holding a tool_result that answers no
 // tool call the parent's conversation waits for: stored, it would make every later
 // request fail at a provider that checks tool-call order. Nothing of the message is kept.
-func (s *session) checkInput(p sdkhost.Prompt) error {
+func (s *session) checkInput(p Input) error {
 	history := s.opened.history
 	if chat := s.parent.Chat(); chat != nil {
 		history = chat.Messages()
@@ -461,10 +257,34 @@ func (s *session) checkInput(p sdkhost.Prompt) error {
 // pendingBackground reports whether the run must keep going for background work: a
 // running agent whose notification the parent should read, or an unread notification.
 func (s *session) pendingBackground() bool {
+	unread := !s.mb.empty() && !s.opts.Interactive // an interactive session's wait for an input
 	if s.opts.BackgroundOnExit == BackgroundCancel {
-		return !s.mb.empty()
+		return unread
 	}
-	return s.reg.Unsettled() > 0 || !s.mb.empty()
+	return s.reg.Unsettled() > 0 || unread
+}
+
+// held puts the notifications that arrived while an interactive session was idle before
+// the input that starts its next turn: the parent reads them first, then the person.
+func (s *session) held(p *Input) {
+	if m, ok := s.mb.take(); ok {
+		p.Msg.Content = append(m.Content, p.Msg.Content...)
+	}
+}
+
+// turnFailed reports whether an interactive session goes on after its turn failed with
+// err: a turn that reached --max-turns or whose model failed ends with its result, and the
+// next input starts afresh. The run's own end (a signal, the budget) ends the session.
+func (s *session) turnFailed(ctx context.Context, err error) bool {
+	if !s.opts.Interactive || ctx.Err() != nil || errors.Is(err, ErrMaxBudget) {
+		return false
+	}
+	if !errors.Is(err, ErrMaxTurns) && !errors.Is(err, ErrRunFailed) {
+		return false
+	}
+	s.opts.Logger.Warn("turn failed; the session goes on", "session_id", s.id, "err", err)
+	s.report(ctx, err)
+	return true
 }
 
 // endBackground applies --background-on-exit cancel to the agents still running, and waits
@@ -486,18 +306,20 @@ func (s *session) turn(ctx context.Context, msg llm.Message, perTurnResult bool)
 		// for every notification it reads stops there too.
 		left := s.opts.MaxTurns - s.promptCalls
 		if left <= 0 {
-			return fmt.Errorf("%w: %w (%d)", ErrMaxTurns, agents.ErrMaxSteps, s.opts.MaxTurns)
+			return fmt.Errorf("%w: %w (%d)", ErrMaxTurns, runtime.ErrMaxSteps, s.opts.MaxTurns)
 		}
 		s.parent.SetMaxSteps(left)
 	}
 	s.parentTurns++
 	tctx, span := trace.StartTurn(tctx, s.opts.Tracer, trace.TurnInfo{SessionID: s.id, Agent: "parent", Turn: s.parentTurns})
+	started := time.Now()
 	res, err := s.parent.Execute(tctx, msg)
-	trace.EndTurn(span, res.Reason, err)
+	trace.EndTurn(span, res.Reason, res.Reason == runtime.ReasonCancelled, err)
+	s.recordTurn(started, res, err)
 	// The parent's transcript is synced (Execute); the names in the session directory
 	// (session.json, the transcripts' files) become durable with it.
-	if s.sess != nil {
-		if serr := s.sess.Sync(); serr != nil {
+	if sess := s.opened.sess; sess != nil {
+		if serr := sess.Sync(); serr != nil {
 			s.opts.Logger.Warn("sync session directory", "err", serr)
 		}
 	}
@@ -512,25 +334,25 @@ func (s *session) turn(ctx context.Context, msg llm.Message, perTurnResult bool)
 	s.apiTime += res.Stats.APIDuration
 	s.lastText = res.FinalText
 	switch res.Reason {
-	case agents.ReasonCompleted:
+	case runtime.ReasonCompleted:
 		s.lastStop = llm.StopEndTurn
 		if perTurnResult {
 			s.writeResult(streamjson.ResultSuccess, "")
 			s.idle()
 		}
 		return nil
-	case agents.ReasonMaxTurns:
-		if !errors.Is(res.Err, agents.ErrStopLoop) {
+	case runtime.ReasonMaxTurns:
+		if !errors.Is(res.Err, runtime.ErrStopLoop) {
 			// The cap the user set, not what was left of it for this turn.
-			return fmt.Errorf("%w: %w (%d)", ErrMaxTurns, agents.ErrMaxSteps, s.opts.MaxTurns)
+			return fmt.Errorf("%w: %w (%d)", ErrMaxTurns, runtime.ErrMaxSteps, s.opts.MaxTurns)
 		}
 		return fmt.Errorf("%w: %w", ErrMaxTurns, res.Err)
-	case agents.ReasonError:
+	case runtime.ReasonError:
 		if errors.Is(res.Err, sdkhost.ErrMaxSessionTurns) {
 			return fmt.Errorf("%w: %w", ErrMaxTurns, res.Err)
 		}
 		return fmt.Errorf("%w: %w", ErrRunFailed, res.Err)
-	case agents.ReasonCancelled:
+	case runtime.ReasonCancelled:
 		return res.Err
 	default:
 		return fmt.Errorf("%w: %w", ErrRunFailed, res.Err)
@@ -542,11 +364,17 @@ func (s *session) turn(ctx context.Context, msg llm.Message, perTurnResult bool)
 func (s *session) fail(ctx context.Context, err error) error {
 	s.reg.CancelAll(err)
 	_ = s.reg.Wait(context.WithoutCancel(ctx))
+	return s.report(ctx, err)
+}
+
+// report writes the result of a run (or, interactive, of a turn) that err ended, and
+// returns the error to exit with.
+func (s *session) report(ctx context.Context, err error) error {
 	switch {
 	case errors.Is(err, sdkhost.ErrMaxSessionTurns):
 		s.writeResult(streamjson.ResultErrorMaxTurns, fmt.Sprintf("Reached max session turns (%d)", s.opts.SDK.MaxSessionTurns))
 		return err
-	case errors.Is(err, agents.ErrStopLoop):
+	case errors.Is(err, runtime.ErrStopLoop):
 		s.writeResult(streamjson.ResultErrorMaxTurns, "Stop hook loop: "+strings.TrimPrefix(err.Error(), ErrMaxTurns.Error()+": "))
 		return err
 	case errors.Is(err, ErrMaxTurns):
@@ -599,11 +427,7 @@ func (s *session) writeResult(subtype, errText string) {
 func (s *session) writeResultAs(subtype, terminal, errText string) {
 	usage, cost := s.meter.total()
 	r := streamjson.NewResult(subtype)
-	s.mu.Lock()
-	if len(s.denials) > 0 {
-		r.PermissionDenials = append([]streamjson.PermissionDenial(nil), s.denials...)
-	}
-	s.mu.Unlock()
+	r.PermissionDenials = s.ws.refused()
 	r.DurationMS = time.Since(s.start).Milliseconds()
 	r.DurationAPIMS = s.apiTime.Milliseconds()
 	r.NumTurns = s.numTurns
@@ -621,9 +445,9 @@ func (s *session) writeResultAs(subtype, terminal, errText string) {
 	s.wroteFinal = true
 	switch s.opts.OutputFormat {
 	case OutputStreamJSON:
-		s.emit(r)
+		s.events.emit(r)
 	case OutputJSON:
-		_ = s.out.Encode(r)
+		_ = s.events.out.Encode(r)
 	default:
 		if subtype == streamjson.ResultSuccess {
 			text := s.lastText

@@ -147,6 +147,11 @@ rules:
 	}
 }
 
+// Seed 003, issue 23: --timeout while the parent is blocked on a collect returns the
+// partial findings at once: the collect's result holds the text the child had streamed,
+// and so does its stopped notification. The parent's collect waits (wait_for) until the
+// child has streamed, so the deadline finds both where the test wants them; it only
+// needs the run to get there within the deadline.
 func TestRunTimeoutKeepsPartialFindings(t *testing.T) {
 	t.Parallel()
 	m := model(t, `
@@ -156,31 +161,42 @@ rules:
     reply:
       tool_calls:
         - name: task
-          input: {description: slow, prompt: "work slowly", run_in_background: true}
+          input: {description: dig, prompt: "dig for clues", run_in_background: true}
+  - agent: parent
+    when: {step: 2}
+    reply:
+      wait_for: streamed
+      tool_calls:
+        - name: task
+          input: {task_id: "{{ lastMatch `+"`task_id: (a[0-9a-f]+)`"+` }}"}
   - agent: parent
     reply:
-      text: "waiting"
+      text: "never reached"
   - agent: general-purpose
-    reply:
-      delay: 1h
-      text: "never"
+    reply: {partial: "FOUND clue-7 so far", signal: streamed}
 `)
 	var out bytes.Buffer
 	o := opts(t, m, &out)
-	o.Timeout = 200 * time.Millisecond
+	o.Timeout = 3 * time.Second
 	err := Run(t.Context(), o)
 	if !errors.Is(err, ErrRunFailed) {
 		t.Fatalf("err = %v, want ErrRunFailed", err)
 	}
 	ls := lines(t, out.String())
-	var stopped bool
+	var note, collect gjson.Result
 	for _, l := range ls {
-		if l.Get("subtype").String() == "task_notification" {
-			stopped = l.Get("status").String() == "stopped" && l.Get("reason").String() == "cancelled" && l.Get("interrupted").Bool()
+		switch {
+		case l.Get("subtype").String() == "task_notification":
+			note = l
+		case l.Get("type").String() == "user" && l.Get("parent_tool_use_id").Type == gjson.Null:
+			collect = l.Get("message.content.0")
 		}
 	}
-	if !stopped {
-		t.Errorf("no stopped task_notification:\n%s", out.String())
+	if note.Get("status").String() != "stopped" || note.Get("reason").String() != "cancelled" || !note.Get("interrupted").Bool() || note.Get("summary").String() != "FOUND clue-7 so far" {
+		t.Errorf("notification = %s", note.Raw)
+	}
+	if got := collect.Get("content").String(); !strings.Contains(got, "status: paused (turn 1)\ninterrupted: true\nTask interrupted. These are partial findings, from before the run ended (run timed out (--timeout)); send_message continues it:\n<task_result>\nFOUND clue-7 so far\n</task_result>") || collect.Get("is_error").Bool() {
+		t.Errorf("the collect's result = %s", collect.Raw)
 	}
 	if r := ls[len(ls)-1]; r.Get("subtype").String() != streamjson.ResultErrorDuringExecution {
 		t.Errorf("last = %s", r.Raw)

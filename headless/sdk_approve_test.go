@@ -16,7 +16,7 @@ import (
 // approverSession is a session with its control plane attached and no run loop: the test
 // calls its approver directly and plays the host on the pipes.
 type approverSession struct {
-	s     *session
+	s     *Parts
 	host  *fakeHost
 	stdin *io.PipeWriter
 }
@@ -39,14 +39,14 @@ func newApproverSession(t *testing.T, o Options) *approverSession {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := newSession(t.Context(), o, cp)
+	s, err := Assemble(t.Context(), o, cp)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.next("the initialize reply", isReply("i"))
 	t.Cleanup(func() {
 		inW.Close()
-		s.close()
+		s.Close()
 		s.host.Close()
 		cp.Close()
 		outW.Close()
@@ -65,7 +65,7 @@ type verdict struct {
 
 // approve runs Approve in the background; the verdict arrives on the channel.
 func (a *approverSession) approve(ctx context.Context, call tools.Call, kind tools.Kind) <-chan verdict {
-	approver := a.s.host.Approver(a.s.rules, "")
+	approver := a.s.host.Approver(a.s.ws.rules, "")
 	ch := make(chan verdict, 1)
 	go func() {
 		ok, upd, why := approver.Approve(ctx, call, kind)
@@ -114,7 +114,7 @@ func TestSDKApproverWithoutAsking(t *testing.T) {
 			o := sdkOpts(t, model(t, sdkEcho))
 			o.ApprovalMode, o.SDK = tt.mode, tt.sdk
 			a := newApproverSession(t, o)
-			if mode, _ := a.s.workspaceApproval(); mode != tools.ModeDefault {
+			if mode, _ := a.s.ws.approvalMode(); mode != tools.ModeDefault {
 				t.Errorf("an SDK session builds its tools in mode %s, want default (the approver applies the live mode)", mode)
 			}
 			v := <-a.approve(t.Context(), tt.call, tt.kind)

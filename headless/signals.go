@@ -28,3 +28,7 @@ func withSignals(parent context.Context) (context.Context, func()) {
 		cancel(nil)
 	}
 }
+
+// WithSignals is withSignals for an entry point that serves sessions itself (the ACP
+// server): ctx ends with an *InterruptedError cause on SIGINT or SIGTERM.
+func WithSignals(parent context.Context) (context.Context, func()) { return withSignals(parent) }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/stoke-cli/stoke/agents/llm"
@@ -431,20 +432,41 @@ func (d *lineDecoder) number() bool {
 
 // record decodes a Record object.
 func (d *lineDecoder) record(r *Record) bool {
-	keys := [...]string{"type", "ts", "task_id", "subagent_type", "system", "turn", "message", "status", "summary", "row"}
+	keys := [...]string{"type", "ts", "task_id", "subagent_type", "system", "turn", "message", "status", "summary", "row",
+		"session_id", "cwd", "model", "start", "usage", "calls", "continuation", "queued"}
 	return d.object(keys[:], func(i int) bool {
 		switch keys[i] {
 		case "type":
 			return d.str(&r.Type)
 		case "ts":
-			raw, ok := d.raw()
-			return ok && r.Time.UnmarshalJSON(raw) == nil
+			return d.time(&r.Time)
 		case "task_id":
 			return d.str(&r.TaskID)
 		case "subagent_type":
 			return d.str(&r.SubagentType)
 		case "system":
 			return d.str(&r.System)
+		case "session_id":
+			return d.str(&r.SessionID)
+		case "cwd":
+			return d.str(&r.CWD)
+		case "model":
+			return d.str(&r.Model)
+		case "start":
+			return d.time(&r.Start)
+		case "usage":
+			if d.null() {
+				r.Usage = nil
+				return true
+			}
+			r.Usage = new(llm.Usage)
+			return d.usage(r.Usage)
+		case "calls":
+			return d.calls(&r.Calls)
+		case "continuation":
+			return d.str(&r.Continuation)
+		case "queued":
+			return d.time(&r.Queued)
 		case "turn":
 			return d.integer(&r.Turn)
 		case "message":
@@ -536,6 +558,83 @@ func (d *lineDecoder) block(b *llm.Block) bool {
 			return d.str(&b.Content)
 		default: // is_error
 			return d.boolean(&b.IsError)
+		}
+	})
+}
+
+// time decodes a time.Time as encoding/json does (null leaves it unchanged).
+func (d *lineDecoder) time(dst *time.Time) bool {
+	raw, ok := d.raw()
+	return ok && dst.UnmarshalJSON(raw) == nil
+}
+
+// int64 decodes an integer into an int64 (or null).
+func (d *lineDecoder) int64(dst *int64) bool {
+	v := int(*dst)
+	if !d.integer(&v) {
+		return false
+	}
+	*dst = int64(v)
+	return true
+}
+
+func (d *lineDecoder) usage(u *llm.Usage) bool {
+	keys := [...]string{"input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"}
+	return d.object(keys[:], func(i int) bool {
+		switch i {
+		case 0:
+			return d.int64(&u.InputTokens)
+		case 1:
+			return d.int64(&u.OutputTokens)
+		case 2:
+			return d.int64(&u.CacheCreationInputTokens)
+		default:
+			return d.int64(&u.CacheReadInputTokens)
+		}
+	})
+}
+
+// calls decodes an array of CallTime (null leaves it nil).
+func (d *lineDecoder) calls(dst *[]CallTime) bool {
+	if d.null() {
+		*dst = nil
+		return true
+	}
+	if !d.consume('[') {
+		return false
+	}
+	out := []CallTime{}
+	if d.consume(']') {
+		*dst = out
+		return true
+	}
+	for {
+		var c CallTime
+		if !d.null() && !d.call(&c) {
+			return false
+		}
+		out = append(out, c)
+		if d.consume(',') {
+			continue
+		}
+		if !d.consume(']') {
+			return false
+		}
+		*dst = out
+		return true
+	}
+}
+
+func (d *lineDecoder) call(c *CallTime) bool {
+	keys := [...]string{"id", "start", "duration_ms"}
+	return d.object(keys[:], func(i int) bool {
+		switch i {
+		case 0:
+			return d.str(&c.ID)
+		case 1:
+			return d.time(&c.Start)
+		default:
+			return d.int64(&c.DurationMS)
 		}
 	})
 }

@@ -227,6 +227,19 @@ func (s *Session) TaskTranscript(id string) string {
 	return filepath.Join(s.dir, agentsDir, id+transcriptSuffix)
 }
 
+// ForeignTaskTranscript reports whether path, an absolute transcript path that a
+// sidecar from another machine holds (sidecars once stored them absolute), names task
+// id's own transcript in the directory of session sessionID there; if so it returns the
+// path of that transcript relative to a session directory, where an archive brings it.
+func ForeignTaskTranscript(path, sessionID, id string) (string, bool) {
+	own := filepath.Join(agentsDir, id+transcriptSuffix)
+	if !filepath.IsAbs(path) || filepath.Base(filepath.Dir(filepath.Dir(path))) != sessionID ||
+		!strings.HasSuffix(path, string(filepath.Separator)+own) {
+		return "", false
+	}
+	return own, true
+}
+
 // OpenTranscript opens the transcript at path for appending (see the package function).
 // The path must lie inside the session directory (Confine).
 // Its writes are bounded by MaxOpenFiles with the session's others.
@@ -257,6 +270,19 @@ func (s *Session) ReadTranscript(path string) (*Loaded, error) {
 		return err
 	})
 	return l, err
+}
+
+// ReadRecords reads every record of the transcript at path (see the package function).
+// The path must lie inside the session directory (Confine).
+func (s *Session) ReadRecords(path string) (recs []Record, warnings []string, err error) {
+	if err := s.Confine(path); err != nil {
+		return nil, nil, err
+	}
+	err = s.files.Do(func() (err error) {
+		recs, warnings, err = ReadRecords(path)
+		return err
+	})
+	return recs, warnings, err
 }
 
 // OpenParent opens the parent's transcript for appending. A new transcript starts with a

@@ -44,6 +44,37 @@ type Record struct {
 	// Row is the task's sidecar as the turn left it (agents owns its schema): the durable
 	// copy a sidecar is rebuilt from when a crash of the machine left it unreadable.
 	Row json.RawMessage `json:"row,omitempty"`
+
+	// What a run records of how a message or a turn came about, for reports (docs/report.md).
+	// All optional: transcripts written before them lack them, and nothing that revives a
+	// chat reads them. Model (above) is, on an assistant message, the model that answered.
+	//
+	// Start: an assistant message, when its model call began; a turn, when it began to run.
+	Start time.Time `json:"start,omitzero"`
+	// Usage: an assistant message, the usage its model call reported.
+	Usage *llm.Usage `json:"usage,omitempty"`
+	// Calls: a message of tool results, when each call ran.
+	Calls []CallTime `json:"calls,omitempty"`
+	// Continuation: a turn, how it ran (fresh, resident or revived: streamjson.Continuation).
+	Continuation string `json:"continuation,omitempty"`
+	// Queued: a turn that waited for a slot, when it was scheduled (it ran from Start).
+	Queued time.Time `json:"queued,omitzero"`
+}
+
+// CallTime is when one tool call ran.
+type CallTime struct {
+	ID         string    `json:"id"` // the tool_use id
+	Start      time.Time `json:"start"`
+	DurationMS int64     `json:"duration_ms"`
+}
+
+// MessageInfo is what a message record says of how the message came about (Record's
+// Start, Model, Usage and Calls); the zero value says nothing.
+type MessageInfo struct {
+	Start time.Time
+	Model string
+	Usage *llm.Usage
+	Calls []CallTime
 }
 
 // Transcript appends records to one JSONL file. Each record is one write of one whole
@@ -214,6 +245,15 @@ func (t *Transcript) Append(m llm.Message) error {
 	return t.Write(Record{Type: RecordMessage, Turn: turn, Message: &m})
 }
 
+// AppendInfo is Append with what info says of how m came about.
+func (t *Transcript) AppendInfo(m llm.Message, info MessageInfo) error {
+	t.mu.Lock()
+	turn := t.turn
+	t.mu.Unlock()
+	return t.Write(Record{Type: RecordMessage, Turn: turn, Message: &m,
+		Start: info.Start.UTC(), Model: info.Model, Usage: info.Usage, Calls: info.Calls})
+}
+
 // Sync implements ChatStore: it flushes what was written since the last sync to stable
 // storage (nothing to do when nothing was).
 func (t *Transcript) Sync() error {
@@ -300,6 +340,25 @@ func DecodeTranscript(r io.Reader) (*Loaded, error) {
 
 func decodeTranscript(data []byte) *Loaded {
 	out := &Loaded{}
+	out.Warnings = decodeRecords(data, out.apply)
+	return out
+}
+
+// ReadRecords reads every record of a transcript, in the order written (for reports,
+// which want each record's times). A torn or corrupt line is skipped with a warning and
+// never fails the read; only an unreadable file is an error.
+func ReadRecords(path string) (recs []Record, warnings []string, err error) {
+	data, err := fsx.ReadFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open transcript: %w", err)
+	}
+	warnings = decodeRecords(data, func(rec Record) { recs = append(recs, rec) })
+	return recs, warnings, nil
+}
+
+// decodeRecords calls apply with each record of data, in order, and returns a warning
+// for each line it skipped.
+func decodeRecords(data []byte, apply func(Record)) (warnings []string) {
 	for n := 1; len(data) > 0; n++ {
 		line := data
 		torn := true
@@ -318,12 +377,12 @@ func decodeTranscript(data []byte) *Loaded {
 			if torn {
 				what = "torn last line"
 			}
-			out.Warnings = append(out.Warnings, fmt.Sprintf("transcript line %d: %s skipped", n, what))
+			warnings = append(warnings, fmt.Sprintf("transcript line %d: %s skipped", n, what))
 			continue
 		}
-		out.apply(rec)
+		apply(rec)
 	}
-	return out
+	return warnings
 }
 
 func (l *Loaded) apply(rec Record) {

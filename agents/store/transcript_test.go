@@ -66,18 +66,23 @@ func sampleTranscript(t testing.TB, dir string) []byte {
 		t.Fatal(err)
 	}
 	tr.SetTurn(1)
-	for _, m := range []llm.Message{
-		llm.UserText("look"),
-		assistant(llm.TextBlock("checking"), toolUse("c1", "grep")),
-		user(toolResult("c1", "found")),
-		llm.UserText("Message from the parent agent while you were working:\nhurry"),
-		assistant(llm.TextBlock("done")),
+	at := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+	for _, m := range []struct {
+		msg  llm.Message
+		info MessageInfo
+	}{
+		{msg: llm.UserText("look")},
+		{msg: assistant(llm.TextBlock("checking"), toolUse("c1", "grep")),
+			info: MessageInfo{Start: at, Model: "m-1", Usage: &llm.Usage{InputTokens: 12, OutputTokens: 3, CacheReadInputTokens: 7}}},
+		{msg: user(toolResult("c1", "found")), info: MessageInfo{Calls: []CallTime{{ID: "c1", Start: at.Add(time.Second), DurationMS: 42}}}},
+		{msg: llm.UserText("Message from the parent agent while you were working:\nhurry")},
+		{msg: assistant(llm.TextBlock("done")), info: MessageInfo{Start: at, Usage: &llm.Usage{}}},
 	} {
-		if err := tr.Append(m); err != nil {
+		if err := tr.AppendInfo(m.msg, m.info); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := tr.Write(Record{Type: RecordTurn, Turn: 1, Status: "completed", Summary: "done"}); err != nil {
+	if err := tr.Write(Record{Type: RecordTurn, Turn: 1, Status: "completed", Summary: "done", Start: at, Queued: at.Add(-time.Second), Continuation: "resident"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := tr.Close(); err != nil {
@@ -320,6 +325,9 @@ func FuzzDecodeLine(f *testing.F) {
 		`{"message":{"content":[]},"message":null}`, `{"ts":"2026-01-01T00:00:00Z","status":null,"summary":"\x"}`,
 		`{"message":{"role":"assistant","content":[{"type":"tool_use","input":{"a":[1,2e3,-0.5,true,false,null,"\u0041"]}}]}}`,
 		`{"message":{"content":[{"is_error":true,"is_error":false}]}}`, "{\"text\":\"\xff\"}", `[]`, `null`, `{"turn":9999999999999999999}`,
+		`{"type":"meta","session_id":"s","cwd":"/w","model":"m"}`, `{"usage":null,"calls":null,"start":null}`, `{"usage":{},"calls":[]}`,
+		`{"usage":{"input_tokens":1.5}}`, `{"calls":[null,{"id":"x","start":"2026-01-01T00:00:00Z","duration_ms":-1}]}`, `{"calls":[{"ID":"x"}]}`,
+		`{"queued":"2026-01-01T00:00:00+02:00","continuation":"revived","usage":{"output_tokens":1,"output_tokens":2}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -334,4 +342,48 @@ func FuzzDecodeLine(f *testing.F) {
 			t.Fatalf("decodeLine gives\n%#v\nencoding/json gives\n%#v", fast, slow)
 		}
 	})
+}
+
+// The fields a report reads (how each message and turn came about) come back as written,
+// through the fast path (no fallback to encoding/json), and a line without them decodes
+// as before.
+func TestReportFieldsRoundTrip(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	data := sampleTranscript(t, dir)
+	recs, warnings, err := ReadRecords(filepath.Join(dir, "a.jsonl"))
+	if err != nil || len(warnings) > 0 {
+		t.Fatal(err, warnings)
+	}
+	lines := bytes.Split(bytes.TrimSpace(data), []byte("\n"))
+	if len(recs) != len(lines) {
+		t.Fatalf("%d records of %d lines", len(recs), len(lines))
+	}
+	for i, line := range lines {
+		var want Record
+		if err := json.Unmarshal(line, &want); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(recs[i], want) {
+			t.Errorf("line %d: ReadRecords gives\n%#v\nencoding/json gives\n%#v", i+1, recs[i], want)
+		}
+		d := lineDecoder{data: line}
+		var fast Record
+		if !d.record(&fast) || !d.end() {
+			t.Errorf("line %d falls back to encoding/json: %s", i+1, line)
+		}
+	}
+	at := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+	if u := recs[2].Usage; recs[2].Model != "m-1" || !recs[2].Start.Equal(at) || u == nil || u.InputTokens != 12 || u.CacheReadInputTokens != 7 {
+		t.Errorf("assistant record: %+v", recs[2])
+	}
+	if c := recs[3].Calls; len(c) != 1 || c[0].ID != "c1" || c[0].DurationMS != 42 || !c[0].Start.Equal(at.Add(time.Second)) {
+		t.Errorf("tool results record: %+v", recs[3])
+	}
+	if r := recs[len(recs)-1]; r.Continuation != "resident" || !r.Queued.Equal(at.Add(-time.Second)) || !r.Start.Equal(at) {
+		t.Errorf("turn record: %+v", r)
+	}
+	if recs[1].Usage != nil || !recs[1].Start.IsZero() || recs[1].Calls != nil {
+		t.Errorf("a message without info says some: %+v", recs[1])
+	}
 }

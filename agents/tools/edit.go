@@ -80,7 +80,7 @@ func (t editTool) Run(ctx context.Context, call Call) Result {
 	fi, err := root.Stat(name)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && old == "":
-		if _, err := writeFile(root, name, []byte(repl)); err != nil {
+		if _, err := t.w.writeText(ctx, root, name, abs, []byte(repl)); err != nil {
 			return fileError(NameEdit, shown, err)
 		}
 		return Result{Content: fmt.Sprintf("created %s (%d bytes)", shown, len(repl))}
@@ -91,7 +91,7 @@ func (t editTool) Run(ctx context.Context, call Call) Result {
 	case !fi.Mode().IsRegular():
 		return Errorf("%s: %s is not a regular file (%v)", NameEdit, shown, fi.Mode().Type())
 	}
-	data, err := root.ReadFile(name)
+	data, err := t.w.readText(ctx, root, name, abs)
 	if err != nil {
 		return fileError(NameEdit, shown, err)
 	}
@@ -103,7 +103,7 @@ func (t editTool) Run(ctx context.Context, call Call) Result {
 		if text != "" {
 			return Errorf("%s: %s exists and is not empty; an empty old_string only creates a file. Give the text to replace, or use write_file to replace the whole file", NameEdit, shown)
 		}
-		if _, err := writeFile(root, name, []byte(repl)); err != nil {
+		if _, err := t.w.writeText(ctx, root, name, abs, []byte(repl)); err != nil {
 			return fileError(NameEdit, shown, err)
 		}
 		return Result{Content: fmt.Sprintf("wrote %s (%d bytes)", shown, len(repl))}
@@ -127,7 +127,7 @@ func (t editTool) Run(ctx context.Context, call Call) Result {
 	if !args.ReplaceAll {
 		replaced = text[:at] + repl + text[at+len(old):]
 	}
-	if _, err := writeFile(root, name, []byte(replaced)); err != nil {
+	if _, err := t.w.writeText(ctx, root, name, abs, []byte(replaced)); err != nil {
 		return fileError(NameEdit, shown, err)
 	}
 	var b strings.Builder

@@ -79,7 +79,7 @@ func (t readFileTool) Run(ctx context.Context, call Call) Result {
 	case !fi.Mode().IsRegular():
 		return Errorf("%s: %s is not a regular file (%v)", NameReadFile, shown, fi.Mode().Type())
 	}
-	f, err := root.Open(name)
+	f, err := t.w.textReader(ctx, root, name, abs)
 	if err != nil {
 		return fileError(NameReadFile, shown, err)
 	}

@@ -65,6 +65,9 @@ func (t shellTool) Run(ctx context.Context, call Call) Result {
 	if args.TimeoutMs > 0 {
 		timeout = min(time.Duration(args.TimeoutMs)*time.Millisecond, MaxShellTimeout)
 	}
+	if t.w.terminal != nil {
+		return t.runInTerminal(ctx, call.ID, "bash", args.Command, timeout)
+	}
 	bash, err := exec.LookPath("bash")
 	if err != nil {
 		return Errorf("%s: bash is not installed: %v", NameShell, err)

@@ -116,6 +116,8 @@ type Workspace struct {
 	deny     Denier
 	secrets  *secrets.Policy
 	limits   Limits
+	files    Files       // nil: the disk (WithFiles)
+	terminal Terminal    // nil: the shell runs its commands itself (WithTerminal)
 	edits    *sync.Mutex // held by write_file and edit for their read-modify-write
 	schemas  *schemaCache
 }

@@ -66,7 +66,7 @@ func (t writeFileTool) Run(ctx context.Context, call Call) Result {
 	}
 	defer root.Close()
 	name := t.w.relName(abs)
-	created, err := writeFile(root, name, []byte(*args.Content))
+	created, err := t.w.writeText(ctx, root, name, abs, []byte(*args.Content))
 	if err != nil {
 		return fileError(NameWriteFile, shown, err)
 	}

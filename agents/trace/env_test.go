@@ -144,7 +144,7 @@ func TestResourceFromEnv(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "trace.jsonl")
 	tr := mustSetup(t, Config{File: path, ServiceName: "stoke", ServiceVersion: "1.0.0"})
 	_, span := StartTurn(t.Context(), tr.Tracer(), TurnInfo{Agent: "parent", Turn: 1})
-	EndTurn(span, "completed", nil)
+	EndTurn(span, "completed", false, nil)
 	shutdown(t, tr)
 	reqs := readTraceFile(t, path)
 	if len(reqs) != 1 {

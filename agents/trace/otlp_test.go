@@ -73,7 +73,7 @@ func TestEncodingsAgree(t *testing.T) {
 	EndModelCall(failed, llm.Event{}, nil, &llm.ProviderError{StatusCode: 529, Message: "overloaded"})
 	_, misc := tracer.Start(ctx, "misc", oteltrace.WithAttributes(miscAttrs()...))
 	misc.End()
-	EndTurn(turn, "completed", nil)
+	EndTurn(turn, "completed", false, nil)
 	spans := exp.GetSpans().Snapshots()
 	fromJSON := decodeTraces(t, mustJSON(t, encodeSpans(spans)), "application/json")
 	fromProto := decodeTraces(t, encodeSpansProto(spans), "application/x-protobuf")

@@ -105,5 +105,7 @@ func StartRun(ctx context.Context, tracer Tracer, info RunInfo) (context.Context
 }
 
 // EndRun records how the run ended (completed, max_turns, error, cancelled) and ends
-// span, as EndTurn does for a turn.
-func EndRun(span Span, reason string, err error) { EndTurn(span, reason, err) }
+// span, as EndTurn does for a turn: an interrupted run (cancelled) is not a fault.
+func EndRun(span Span, reason string, cancelled bool, err error) {
+	EndTurn(span, reason, cancelled, err)
+}

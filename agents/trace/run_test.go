@@ -101,12 +101,12 @@ func TestRunIsOneTrace(t *testing.T) {
 	sendCtx, send := StartToolCall(turnCtx, tracer, "send_message", "call_send")
 	caller := SpanContextFrom(sendCtx)
 	EndToolCall(send, false)
-	EndTurn(turn1, "completed", nil)
+	EndTurn(turn1, "completed", false, nil)
 	// The background turn runs under the registry's context, not the caller's.
 	simulateTurn(context.Background(), tracer, TurnInfo{SessionID: "s1", Agent: "keeper", TaskID: "t_bg", Turn: 2, Caller: caller, Parent: root})
 	_, turn2 := StartTurn(runCtx, tracer, TurnInfo{SessionID: "s1", Agent: "parent", Turn: 2, Parent: root})
-	EndTurn(turn2, "completed", nil)
-	EndRun(run, "completed", nil)
+	EndTurn(turn2, "completed", false, nil)
+	EndRun(run, "completed", false, nil)
 
 	spans := exp.GetSpans()
 	byID := map[oteltrace.SpanID]sdktraceStub{}
@@ -164,7 +164,7 @@ func TestTurnWithoutParent(t *testing.T) {
 	tracer, exp := newRecorder(t)
 	ctx, call := tracer.Start(context.Background(), "execute_tool task")
 	_, turn := StartTurn(ctx, tracer, TurnInfo{Agent: "explorer", TaskID: "t_1", Turn: 1})
-	EndTurn(turn, "completed", nil)
+	EndTurn(turn, "completed", false, nil)
 	call.End()
 	s := exp.GetSpans()[0]
 	if s.Parent.IsValid() || s.SpanContext.TraceID() == call.SpanContext().TraceID() || len(s.Links) != 1 {
@@ -178,5 +178,5 @@ func TestStartRunDisabled(t *testing.T) {
 	if got != ctx || span.IsRecording() {
 		t.Error("a disabled tracer made a run span")
 	}
-	EndRun(span, "completed", nil)
+	EndRun(span, "completed", false, nil)
 }

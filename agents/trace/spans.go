@@ -23,7 +23,7 @@ const (
 	AttrTurn         attribute.Key = "stoke.turn"
 	AttrContinuation attribute.Key = "stoke.continuation"
 	AttrSubagentType attribute.Key = "stoke.subagent_type"
-	// AttrTurnReason is how a turn ended: completed, max_turns, error, cancelled.
+	// AttrTurnReason is how a turn ended, in the agent runtime's words (its turn reasons).
 	AttrTurnReason attribute.Key = "stoke.turn.reason"
 
 	AttrOperationName  attribute.Key = "gen_ai.operation.name"
@@ -201,19 +201,16 @@ func StartTurn(ctx context.Context, tracer Tracer, info TurnInfo) (context.Conte
 	return tracer.Start(ctx, OpInvokeAgent+" "+info.Agent, opts...)
 }
 
-// ReasonCancelled is the turn reason of a cancelled turn (agents.ReasonCancelled).
-const ReasonCancelled = "cancelled"
-
-// EndTurn records how the turn ended (reason: completed, max_turns, error, cancelled)
-// and ends span. A non-nil err is recorded and marks the span failed, unless the turn
-// was cancelled (reason "cancelled", or err is a context cancellation): a stopped task
-// or an interrupted run is not a fault.
-func EndTurn(span Span, reason string, err error) {
+// EndTurn records how the turn ended — reason, the turn reason as the agent runtime
+// gave it, is recorded as it is — and ends span. A non-nil err is recorded and marks the
+// span failed, unless the turn was cancelled (cancelled, or err is a context
+// cancellation): a stopped task or an interrupted run is not a fault.
+func EndTurn(span Span, reason string, cancelled bool, err error) {
 	if span.IsRecording() {
 		if reason != "" {
 			span.SetAttributes(AttrTurnReason.String(reason))
 		}
-		recordError(span, err, reason == ReasonCancelled)
+		recordError(span, err, cancelled)
 	}
 	span.End()
 }

@@ -47,7 +47,7 @@ func simulateTurn(ctx context.Context, tracer Tracer, info TurnInfo) SpanContext
 	wg.Wait()
 	_, call = StartModelCall(ctx, tracer, chatRequest("gpt-4o-mini"))
 	EndModelCall(call, doneEvent(llm.Usage{InputTokens: 10, OutputTokens: 5}, llm.StopEndTurn), []llm.Block{llm.TextBlock("done")}, nil)
-	EndTurn(turn, "completed", nil)
+	EndTurn(turn, "completed", false, nil)
 	return turn.SpanContext()
 }
 
@@ -90,7 +90,7 @@ func TestTwoTurnsTwoTraces(t *testing.T) {
 		Caller: SpanContextFrom(sendCtx),
 	})
 	EndToolCall(sendCall, false)
-	EndTurn(parent, "completed", nil)
+	EndTurn(parent, "completed", false, nil)
 
 	spans := exp.GetSpans()
 	if len(spans) != 1+2+2*5 {
@@ -193,7 +193,7 @@ func TestStartTurnLinks(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			exp.Reset()
 			_, span := StartTurn(tt.ctx, tracer, TurnInfo{Agent: "parent", Turn: 1, Caller: tt.caller})
-			EndTurn(span, "completed", nil)
+			EndTurn(span, "completed", false, nil)
 			got := exp.GetSpans()
 			if len(got) != 1 {
 				t.Fatalf("got %d spans", len(got))
@@ -297,10 +297,10 @@ func TestEndTurnAndToolCall(t *testing.T) {
 		wantStatus codes.Code
 		wantType   string
 	}{
-		{"completed", func(_ context.Context, s Span) { EndTurn(s, "completed", nil) }, codes.Unset, ""},
-		{"failed", func(_ context.Context, s Span) { EndTurn(s, "error", errors.New("model call: boom")) }, codes.Error, "_OTHER"},
-		{"max turns", func(_ context.Context, s Span) { EndTurn(s, "max_turns", errors.New("too many steps")) }, codes.Error, "_OTHER"},
-		{"stopped", func(_ context.Context, s Span) { EndTurn(s, "cancelled", stopped) }, codes.Unset, "cancelled"},
+		{"completed", func(_ context.Context, s Span) { EndTurn(s, "completed", false, nil) }, codes.Unset, ""},
+		{"failed", func(_ context.Context, s Span) { EndTurn(s, "error", false, errors.New("model call: boom")) }, codes.Error, "_OTHER"},
+		{"max turns", func(_ context.Context, s Span) { EndTurn(s, "max_turns", false, errors.New("too many steps")) }, codes.Error, "_OTHER"},
+		{"stopped", func(_ context.Context, s Span) { EndTurn(s, "cancelled", true, stopped) }, codes.Unset, "cancelled"},
 		{"tool error", func(ctx context.Context, s Span) {
 			_, tool := StartToolCall(ctx, tracer, "shell", "call_1")
 			EndToolCall(tool, true)
@@ -352,7 +352,7 @@ func TestDisabledHelpers(t *testing.T) {
 				EndModelCall(call, llm.Event{Usage: usage, StopReason: llm.StopEndTurn}, nil, err)
 				_, tool := StartToolCall(mctx, tracer, "read_file", "call_1")
 				EndToolCall(tool, true)
-				EndTurn(turn, "error", err)
+				EndTurn(turn, "error", false, err)
 				if tctx != ctx || mctx != ctx || turn.IsRecording() {
 					t.Fatal("disabled helpers changed ctx or recorded")
 				}
@@ -381,7 +381,7 @@ func BenchmarkTurnDisabled(b *testing.B) {
 		tctx, turn := StartTurn(ctx, tracer, TurnInfo{Agent: "explorer", TaskID: "t_1", Turn: 2})
 		_, call := StartModelCall(tctx, tracer, req)
 		EndModelCall(call, llm.Event{StopReason: llm.StopEndTurn}, nil, nil)
-		EndTurn(turn, "completed", nil)
+		EndTurn(turn, "completed", false, nil)
 	}
 }
 
@@ -395,6 +395,6 @@ func BenchmarkTurnRecording(b *testing.B) {
 		tctx, turn := StartTurn(ctx, tracer, TurnInfo{Agent: "explorer", TaskID: "t_1", Turn: 2})
 		_, call := StartModelCall(tctx, tracer, req)
 		EndModelCall(call, llm.Event{Usage: llm.Usage{InputTokens: 10}, StopReason: llm.StopEndTurn}, nil, nil)
-		EndTurn(turn, "completed", nil)
+		EndTurn(turn, "completed", false, nil)
 	}
 }

@@ -71,7 +71,7 @@ func playScenario(tracer Tracer) scenario {
 		Caller: SpanContextFrom(sendCtx),
 	})
 	EndToolCall(sendCall, false)
-	EndTurn(parent, "completed", nil)
+	EndTurn(parent, "completed", false, nil)
 	sc.parent, sc.taskCall, sc.sendCall = parent.SpanContext(), taskCall.SpanContext(), sendCall.SpanContext()
 	return sc
 }
@@ -216,7 +216,7 @@ func TestTraceFileOTLP(t *testing.T) {
 
 	// Spans after Shutdown are dropped, and the closed file is not written.
 	_, late := StartTurn(context.Background(), tr.Tracer(), TurnInfo{Agent: "parent", Turn: 9})
-	EndTurn(late, "completed", nil)
+	EndTurn(late, "completed", false, nil)
 	if n := len(readTraceFile(t, path)); n != len(reqs) {
 		t.Errorf("after Shutdown the file holds %d lines, want %d", n, len(reqs))
 	}

@@ -32,6 +32,7 @@ type pkg struct {
 	// non-test file that imports it.
 	imports map[string]string
 	doc     bool // a file (a non-test one, unless the package is only tests) has a package doc
+	fset    *token.FileSet
 }
 
 // loadModule parses every Go file of the module, test files included, with comments.
@@ -71,7 +72,7 @@ func loadModule(t *testing.T) (root, module string, pkgs map[string]*pkg) {
 		}
 		p := pkgs[rel]
 		if p == nil {
-			p = &pkg{rel: rel, files: map[string]*ast.File{}, imports: map[string]string{}}
+			p = &pkg{rel: rel, files: map[string]*ast.File{}, imports: map[string]string{}, fset: fset}
 			pkgs[rel] = p
 		}
 		isTest := strings.HasSuffix(name, "_test.go")
@@ -155,12 +156,21 @@ func importRules() []importRule {
 	return []importRule{
 		{from: []string{"..."}, to: []string{"cmd/..."}, except: []string{""},
 			why: "nothing imports cmd: only main does"},
-		{from: []string{"..."}, to: []string{"headless/..."}, except: []string{"", "cmd/..."},
-			why: "nothing imports headless from below (only cmd and main are above it)"},
+		{from: []string{"..."}, to: []string{"headless/..."}, except: []string{"", "cmd/...", "headless/acp/..."},
+			why: "nothing imports headless from below (only cmd, main and the ACP server, an entry point that serves headless sessions, are above it)"},
+		{from: []string{"headless/..."}, to: []string{"headless/acp/..."}, except: []string{"headless/acp/..."},
+			why: "the ACP server is an entry point above headless: only cmd imports it"},
 		{from: []string{"headless/sdkhost/..."}, to: []string{"headless/..."}, except: []string{"headless/sdkhost/..."},
 			why: "the SDK host imports nothing of headless"},
-		{from: []string{"agents/tools/...", "agents/hooks/...", "agents/trace/...", "streamjson/..."}, to: []string{"agents", "agents/store/..."},
+		{from: []string{"agents/tools/...", "agents/hooks/...", "agents/trace/...", "streamjson/..."},
+			to:  []string{"agents", "agents/store/...", "agents/catalog/...", "agents/runtime/...", "agents/worktree/..."},
 			why: "tools, hooks, trace and streamjson sit below agents"},
+		{from: []string{"agents/runtime/..."}, to: []string{"agents", "agents/catalog/...", "agents/worktree/..."},
+			why: "the agent loop knows no task: agents/runtime imports nothing of the registry, the subagent types or the worktrees"},
+		{from: []string{"agents/catalog/..."}, to: []string{"agents", "agents/runtime/...", "agents/worktree/..."},
+			why: "the subagent types run nothing: agents/catalog imports neither the registry nor the agent loop"},
+		{from: []string{"agents/worktree/..."}, to: []string{"agents", "agents/catalog/...", "agents/runtime/..."},
+			why: "a worktree knows no task, type or agent loop"},
 		{from: []string{"agents/llm/..."}, to: []string{"streamjson/..."},
 			why: "providers do not import streamjson: the runtime turns model events into stream events"},
 		{from: []string{"agents/llm"}, to: []string{"agents/..."},
@@ -211,6 +221,21 @@ func TestImportRulesBite(t *testing.T) {
 		{"agents/hooks", "agents/store"}:        true,
 		{"agents/llm/openai", "streamjson"}:     true,
 		{"agents/llm", "agents/tools"}:          true,
+		{"agents/runtime", "agents"}:            true,
+		{"agents/runtime", "agents/catalog"}:    true,
+		{"agents/runtime", "agents/worktree"}:   true,
+		{"agents/catalog", "agents"}:            true,
+		{"agents/catalog", "agents/runtime"}:    true,
+		{"agents/worktree", "agents"}:           true,
+		{"agents/worktree", "agents/runtime"}:   true,
+		{"agents/tools", "agents/runtime"}:      true,
+		{"agents/trace", "agents/catalog"}:      true,
+		{"agents", "agents/runtime"}:            false,
+		{"agents", "agents/catalog"}:            false,
+		{"agents/runtime", "agents/tools"}:      false,
+		{"agents/runtime", "agents/trace"}:      false,
+		{"agents/catalog", "agents/hooks"}:      false,
+		{"headless", "agents/runtime"}:          false,
 		{"cmd", "headless"}:                     false,
 		{"", "cmd"}:                             false,
 		{"headless", "headless/sdkhost"}:        false,
@@ -391,43 +416,78 @@ func TestEveryPackageHasADoc(t *testing.T) {
 	}
 }
 
-// The targets of the refactor that gave the registry and the SDK host their seams.
+// The caps of the shape targets.
+const (
+	maxRegistryLines   = 400 // agents/registry.go has fewer
+	maxControllerLines = 400 // each agents/controller*.go has at most
+	maxSessionMethods  = 25  // headless.session has at most
+	maxHeadlessFunc    = 80  // lines of a function of package headless, at most
+)
+
+// The targets of the refactors that gave the registry, the controller, the SDK host, the
+// agent loop and the session their seams.
 func TestShapeTargets(t *testing.T) {
 	t.Parallel()
 	root, _, pkgs := loadModule(t)
-	const maxRegistryLines = 400
 	if n := countLines(t, filepath.Join(root, "agents", "registry.go")); n >= maxRegistryLines {
 		t.Errorf("agents/registry.go has %d lines, want fewer than %d: give the new part a file of its own", n, maxRegistryLines)
 	}
-	controller := pkgs["agents"].files["agents/controller.go"]
-	if controller == nil {
-		t.Fatal("agents/controller.go not found")
-	}
+	agents := pkgs["agents"]
+	var controllers []string
 	methods := 0
-	for _, d := range controller.Decls {
-		fd, ok := d.(*ast.FuncDecl)
-		if !ok || fd.Recv == nil {
+	for _, name := range slices.Sorted(maps.Keys(agents.files)) {
+		base := strings.TrimPrefix(name, "agents/")
+		if strings.HasSuffix(base, "_test.go") {
 			continue
 		}
-		switch receiver(fd) {
-		case "Registry":
-			t.Errorf("agents/controller.go: (*Registry).%s: the controller's file holds the controller's methods", fd.Name.Name)
-		case "controller":
-			methods++
+		if strings.HasPrefix(base, "def") {
+			t.Errorf("%s: the subagent types live in agents/catalog, not in def*.go files of agents", name)
 		}
+		if !strings.HasPrefix(base, "controller") {
+			continue
+		}
+		controllers = append(controllers, name)
+		if n := countLines(t, filepath.Join(root, name)); n > maxControllerLines {
+			t.Errorf("%s has %d lines, want at most %d: the controller's files are split by concern", name, n, maxControllerLines)
+		}
+		for _, problem := range controllerProblems(name, agents.files[name]) {
+			t.Error(problem)
+		}
+		methods += methodCount("controller", agents.files[name])
 	}
 	if methods == 0 {
-		t.Error("agents/controller.go declares no controller methods")
+		t.Errorf("agents/controller*.go (%v) declare no controller methods", controllers)
 	}
-	// The runtime and its controller never reach back into the registry (and its lock):
-	// what they share with it is the taskEnv, which holds no registry either.
-	for _, name := range []string{"agents/controller.go", "agents/runtime.go", "agents/env.go", "agents/runner.go"} {
-		f := pkgs["agents"].files[name]
+	// The controller never reaches back into the registry (and its lock): what they share
+	// is the taskEnv, which holds no registry either.
+	for _, name := range []string{"agents/env.go", "agents/runner.go"} {
+		f := agents.files[name]
 		if f == nil {
 			t.Fatalf("%s not found", name)
 		}
 		for _, use := range namesRegistry(f) {
-			t.Errorf("%s: %s names the Registry: a task's controller and runtime reach the registry only through taskEnv's callbacks", name, use)
+			t.Errorf("%s: %s names the Registry: a task's controller reaches the registry only through taskEnv's callbacks", name, use)
+		}
+	}
+	// The agent loop knows no task: not even the task tools' names.
+	names := taskToolNames(t, agents)
+	rt := pkgs["agents/runtime"]
+	if rt == nil {
+		t.Fatal("agents/runtime not found")
+	}
+	for _, file := range nonTestFiles(map[string]*pkg{"agents/runtime": rt}) {
+		for _, use := range namesTaskTools(file.f, names) {
+			t.Errorf("%s: %s: the agent loop is handed an ordered-tools policy; it never names a task tool", file.name, use)
+		}
+	}
+	// headless.session holds the parts and runs the loop; an assembler builds the parts.
+	headless := pkgs["headless"]
+	if n := methodCount("session", filesOf(headless)...); n > maxSessionMethods {
+		t.Errorf("headless.session has %d methods, want at most %d: what builds the run's parts belongs to the assembler", n, maxSessionMethods)
+	}
+	for _, file := range nonTestFiles(map[string]*pkg{"headless": headless}) {
+		for _, fn := range longFuncs(headless.fset, file.f, maxHeadlessFunc) {
+			t.Errorf("%s: %s, want at most %d lines", file.name, fn, maxHeadlessFunc)
 		}
 	}
 	sdkhost := pkgs["headless/sdkhost"]
@@ -437,6 +497,165 @@ func TestShapeTargets(t *testing.T) {
 	for dep, file := range sdkhost.imports {
 		if matches("headless/...", dep) && !matches("headless/sdkhost/...", dep) {
 			t.Errorf("%s imports %s: the SDK host imports nothing of headless", file, dep)
+		}
+	}
+}
+
+// filesOf returns the non-test files of p.
+func filesOf(p *pkg) []*ast.File {
+	var out []*ast.File
+	for _, file := range nonTestFiles(map[string]*pkg{p.rel: p}) {
+		out = append(out, file.f)
+	}
+	return out
+}
+
+// controllerProblems returns what in f, a file of the controller, breaks its shape: a
+// method of the Registry, or a declaration that names the Registry.
+func controllerProblems(name string, f *ast.File) []string {
+	var out []string
+	for _, d := range f.Decls {
+		if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv != nil && receiver(fd) == "Registry" {
+			out = append(out, fmt.Sprintf("%s: (*Registry).%s: the controller's files hold the controller's methods", name, fd.Name.Name))
+		}
+	}
+	for _, use := range namesRegistry(f) {
+		out = append(out, fmt.Sprintf("%s: %s names the Registry: a task's controller reaches the registry only through taskEnv's callbacks", name, use))
+	}
+	return out
+}
+
+// methodCount counts the methods of the type named typ in files.
+func methodCount(typ string, files ...*ast.File) int {
+	n := 0
+	for _, f := range files {
+		for _, d := range f.Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv != nil && receiver(fd) == typ {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// longFuncs returns each function of f longer than max lines, with its length.
+func longFuncs(fset *token.FileSet, f *ast.File, max int) []string {
+	var out []string
+	for _, d := range f.Decls {
+		fd, ok := d.(*ast.FuncDecl)
+		if !ok || fd.Body == nil {
+			continue
+		}
+		if n := fset.Position(fd.End()).Line - fset.Position(fd.Pos()).Line + 1; n > max {
+			name := fd.Name.Name
+			if fd.Recv != nil {
+				name = receiver(fd) + "." + name
+			}
+			out = append(out, fmt.Sprintf("func %s has %d lines", name, n))
+		}
+	}
+	return out
+}
+
+// taskToolNames returns the names of the task tools: the values of the Tool… constants
+// of agents/tasktools.go, and the constants' own names.
+func taskToolNames(t *testing.T, agents *pkg) []string {
+	t.Helper()
+	f := agents.files["agents/tasktools.go"]
+	if f == nil {
+		t.Fatal("agents/tasktools.go not found")
+	}
+	var names []string
+	for _, d := range f.Decls {
+		gd, ok := d.(*ast.GenDecl)
+		if !ok || gd.Tok != token.CONST {
+			continue
+		}
+		for _, spec := range gd.Specs {
+			vs := spec.(*ast.ValueSpec)
+			for i, id := range vs.Names {
+				if !strings.HasPrefix(id.Name, "Tool") || i >= len(vs.Values) {
+					continue
+				}
+				if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+					v, _ := strconv.Unquote(lit.Value)
+					names = append(names, v, id.Name)
+				}
+			}
+		}
+	}
+	if len(names) == 0 {
+		t.Fatal("agents/tasktools.go declares no Tool… constants")
+	}
+	return names
+}
+
+// namesTaskTools returns each place f names one of names: a string literal or an
+// identifier that is one, or a comment that spells one that could be nothing else (a
+// name with an underscore, or a constant's name).
+func namesTaskTools(f *ast.File, names []string) []string {
+	var out []string
+	ast.Inspect(f, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.BasicLit:
+			if v, err := strconv.Unquote(n.Value); err == nil && n.Kind == token.STRING && slices.Contains(names, v) {
+				out = append(out, fmt.Sprintf("the string %q", v))
+			}
+		case *ast.Ident:
+			if slices.Contains(names, n.Name) {
+				out = append(out, "the name "+n.Name)
+			}
+		}
+		return true
+	})
+	for _, cg := range f.Comments {
+		for _, name := range names {
+			if (strings.Contains(name, "_") || strings.HasPrefix(name, "Tool")) && strings.Contains(cg.Text(), name) {
+				out = append(out, fmt.Sprintf("a comment naming %s", name))
+			}
+		}
+	}
+	return out
+}
+
+// TestShapeRulesBite makes sure the shape checks find what they say, on made-up files.
+func TestShapeRulesBite(t *testing.T) {
+	t.Parallel()
+	parse := func(src string) (*token.FileSet, *ast.File) {
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, "x.go", "package x\n"+src, parser.ParseComments)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fset, f
+	}
+	_, ctl := parse("func (c *controller) a() {}\nfunc (r *Registry) b() {}\nfunc c(r *Registry) {}\nfunc (c controller) d() {}")
+	if got := controllerProblems("x.go", ctl); len(got) != 3 { // b is a Registry method and names it; c names it
+		t.Errorf("controllerProblems = %q, want 3", got)
+	}
+	if n := methodCount("controller", ctl); n != 2 {
+		t.Errorf("methodCount = %d, want 2", n)
+	}
+	fset, long := parse("func short() {\n}\nfunc (s *session) long() {\n" + strings.Repeat("\t_ = 1\n", 80) + "}")
+	if got := longFuncs(fset, long, 80); len(got) != 1 || !strings.Contains(got[0], "session.long has 82 lines") {
+		t.Errorf("longFuncs = %q, want session.long alone", got)
+	}
+	names := []string{"task", "ToolTask", "send_message", "ToolSendMessage"}
+	tests := []struct {
+		src  string
+		want int
+	}{
+		{`func f(n string) bool { return n == "send_message" }`, 1},
+		{`var x = agents.ToolTask`, 1},
+		{"// admitted like a send_message call\nfunc f() {}", 1},
+		{`const k = "task"`, 1},
+		{"// one task at a time: the Admitted calls of a reply\nfunc f(order ToolOrder) {}", 0},
+		{`var s = "a task tool"`, 0},
+	}
+	for _, tt := range tests {
+		_, f := parse(tt.src)
+		if got := namesTaskTools(f, names); len(got) != tt.want {
+			t.Errorf("%s: namesTaskTools = %q, want %d", tt.src, got, tt.want)
 		}
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stoke-cli/stoke/agents"
+	"github.com/stoke-cli/stoke/agents/catalog"
 )
 
 func TestWorkspaceToolFilter(t *testing.T) {
@@ -36,8 +36,8 @@ func TestWorkspaceToolFilter(t *testing.T) {
 // slices they share with the caller) are never written to.
 func TestInitializeLeavesOptionsAlone(t *testing.T) {
 	t.Parallel()
-	agentsBuf := make([]agents.Definition, 1, 4)
-	agentsBuf[0] = agents.Definition{Name: "mine", Prompt: "p"}
+	agentsBuf := make([]catalog.Definition, 1, 4)
+	agentsBuf[0] = catalog.Definition{Name: "mine", Prompt: "p"}
 	opts := Options{Agents: agentsBuf, AppendSystemPrompt: "flag"}
 	in, err := parseInitialize(json.RawMessage(`{"request":{"subtype":"initialize","systemPrompt":"host prompt","appendSystemPrompt":"more","agents":{"theirs":{"description":"d","prompt":"q"}}}}`), DialectClaude, slog.New(slog.DiscardHandler))
 	if err != nil {

@@ -226,7 +226,7 @@ func (c *ControlPlane) end(err error) {
 func (c *ControlPlane) route(in streamjson.Input) {
 	switch in.Kind {
 	case streamjson.InputUser:
-		c.queue.push(Prompt{Msg: in.Message, Line: in.Line})
+		c.queue.push(userTurn{msg: in.Message, line: in.Line})
 	case streamjson.InputControlRequest:
 		if !c.answer {
 			c.log.Debug("control request ignored: it is answered only with --output-format stream-json", "line", in.Line, "subtype", in.Subtype)
@@ -411,20 +411,21 @@ func (c *ControlPlane) failPending(err error) {
 	}
 }
 
-// Prompt is one user turn read from stdin, or the error that ended the input (a malformed
-// line).
-type Prompt struct {
-	Msg llm.Message
-	Err error
-	// Line is the stdin line the message came on (1-based; 0 for a prompt of another kind).
-	Line int
+// userTurn is one user turn read from stdin, or the error that ended the input (a
+// malformed line).
+type userTurn struct {
+	msg  llm.Message
+	err  error
+	line int // the stdin line the message came on (1-based)
 }
 
-// Prompts returns the user turns, in stdin order, and closes the channel after the last
-// one: at EOF, after a malformed line (delivered as an error prompt), or when ctx ends.
-// It is called once.
-func (c *ControlPlane) Prompts(ctx context.Context) <-chan Prompt {
-	ch := make(chan Prompt)
+// Prompts returns the user turns of c, in stdin order, each as the consumer's type (as
+// makes it from the message, the stdin line it came on and the error that ended the
+// input), and closes the channel after the last one: at EOF, after a malformed line
+// (delivered with its error), or when ctx ends. It is called once per control plane; the
+// goroutine that feeds the channel ends with it, or with Close.
+func Prompts[T any](ctx context.Context, c *ControlPlane, as func(msg llm.Message, line int, err error) T) <-chan T {
+	ch := make(chan T)
 	c.fwd.Add(1)
 	go func() {
 		defer c.fwd.Done()
@@ -435,14 +436,14 @@ func (c *ControlPlane) Prompts(ctx context.Context) <-chan Prompt {
 				return
 			}
 			select {
-			case ch <- p:
+			case ch <- as(p.msg, p.line, p.err):
 				c.queue.delivered()
 			case <-ctx.Done():
 				return
 			case <-c.stop:
 				return
 			}
-			if p.Err != nil {
+			if p.err != nil {
 				return
 			}
 		}
@@ -466,7 +467,7 @@ func (c *ControlPlane) waiting() bool {
 // turn runs.
 type turnQueue struct {
 	mu     sync.Mutex
-	items  []Prompt
+	items  []userTurn
 	taken  int  // items handed to the forwarder and not yet delivered
 	closed bool // no more items will come
 	ready  chan struct{}
@@ -481,7 +482,7 @@ func (q *turnQueue) signal() {
 	}
 }
 
-func (q *turnQueue) push(p Prompt) {
+func (q *turnQueue) push(p userTurn) {
 	q.mu.Lock()
 	q.items = append(q.items, p)
 	q.mu.Unlock()
@@ -492,7 +493,7 @@ func (q *turnQueue) push(p Prompt) {
 func (q *turnQueue) close(err error) {
 	q.mu.Lock()
 	if err != nil {
-		q.items = append(q.items, Prompt{Err: err})
+		q.items = append(q.items, userTurn{err: err})
 	}
 	q.closed = true
 	q.mu.Unlock()
@@ -500,12 +501,12 @@ func (q *turnQueue) close(err error) {
 }
 
 // next waits for the next turn; false when the queue is closed and empty, or on ctx or stop.
-func (q *turnQueue) next(ctx context.Context, stop <-chan struct{}) (Prompt, bool) {
+func (q *turnQueue) next(ctx context.Context, stop <-chan struct{}) (userTurn, bool) {
 	for {
 		q.mu.Lock()
 		if len(q.items) > 0 {
 			p := q.items[0]
-			q.items[0] = Prompt{}
+			q.items[0] = userTurn{}
 			q.items = q.items[1:]
 			q.taken++
 			q.mu.Unlock()
@@ -514,14 +515,14 @@ func (q *turnQueue) next(ctx context.Context, stop <-chan struct{}) (Prompt, boo
 		closed := q.closed
 		q.mu.Unlock()
 		if closed {
-			return Prompt{}, false
+			return userTurn{}, false
 		}
 		select {
 		case <-q.ready:
 		case <-ctx.Done():
-			return Prompt{}, false
+			return userTurn{}, false
 		case <-stop:
-			return Prompt{}, false
+			return userTurn{}, false
 		}
 	}
 }

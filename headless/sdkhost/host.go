@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/stoke-cli/stoke/agents"
+	"github.com/stoke-cli/stoke/agents/catalog"
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/mcp"
+	"github.com/stoke-cli/stoke/agents/runtime"
 	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/streamjson"
 )
@@ -50,7 +52,7 @@ type Config struct {
 	Emit func(streamjson.Event)
 	// Catalog returns the subagent types, for the initialize reply; it is called only
 	// once the control plane is attached.
-	Catalog func() agents.Catalog
+	Catalog func() catalog.Catalog
 	// Tasks returns the run's tasks, for stop_task and get_task_output; nil when there
 	// are none. Called only once the control plane is attached.
 	Tasks func() Tasks
@@ -122,12 +124,12 @@ func New(ctx context.Context, cfg Config) *Host {
 }
 
 // Agents are the subagent types the host defined (--agents, initialize).
-func (h *Host) Agents() []agents.Definition { return h.opts.Agents }
+func (h *Host) Agents() []catalog.Definition { return h.opts.Agents }
 
 // Parent returns the parent's runtime configuration with the host's parts: its system
 // prompt, the model set_model switches, its Stop callbacks after the settings' Stop hooks,
 // and the stream_event lines of --include-partial-messages. Call before the run starts.
-func (h *Host) Parent(cfg agents.RuntimeConfig) agents.RuntimeConfig {
+func (h *Host) Parent(cfg runtime.Config) runtime.Config {
 	base := cfg.System
 	if h.opts.SystemPrompt != "" {
 		base = h.opts.SystemPrompt

@@ -12,7 +12,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/stoke-cli/stoke/agents"
+	"github.com/stoke-cli/stoke/agents/catalog"
 	"github.com/stoke-cli/stoke/agents/mcp"
 	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/streamjson"
@@ -46,7 +46,7 @@ type Options struct {
 	SystemPrompt       string
 	AppendSystemPrompt string
 	// Agents are more subagent types for the task tool (--agents, initialize's agents).
-	Agents []agents.Definition
+	Agents []catalog.Definition
 	// SessionStates writes system/session_state_changed lines: running when a turn starts,
 	// idle once nothing runs or waits (the SDK sets CLAUDE_CODE_SDK_READS_SESSION_STATE=1).
 	SessionStates bool
@@ -117,7 +117,7 @@ func Start(ctx context.Context, stdin io.Reader, sdkMode bool, dialect string, l
 type initialize struct {
 	systemPrompt       string
 	appendSystemPrompt string
-	agents             []agents.Definition
+	agents             []catalog.Definition
 	hooks              map[string][]hookMatcher
 	// mcpServers are its in-process servers and the servers it delivered (MCPServers);
 	// mcpApplied: it delivered servers (mcpServers), so the reply says
@@ -184,7 +184,7 @@ func parseInitialize(raw json.RawMessage, dialect string, log *slog.Logger) (ini
 
 // parseAgents reads initialize's agents: an object of Claude Agent SDK definitions by
 // name, or Qwen Code's list of SubagentConfig.
-func parseAgents(v gjson.Result, dialect string, log *slog.Logger) ([]agents.Definition, error) {
+func parseAgents(v gjson.Result, dialect string, log *slog.Logger) ([]catalog.Definition, error) {
 	byName := map[string]sdkAgent{}
 	switch {
 	case !v.Exists() || v.Type == gjson.Null:
@@ -246,8 +246,8 @@ func joinPrompt(a, b string) string {
 // subagent types, sorted by name. The model is kept as written: ResolveModel turns it
 // into the model the agent runs on when the run builds its catalog. Tool names are the
 // dialect's (Claude Code's or Qwen Code's).
-func agentDefinitions(in map[string]sdkAgent, dialect string) ([]agents.Definition, error) {
-	out := make([]agents.Definition, 0, len(in))
+func agentDefinitions(in map[string]sdkAgent, dialect string) ([]catalog.Definition, error) {
+	out := make([]catalog.Definition, 0, len(in))
 	for name, a := range in {
 		if strings.TrimSpace(name) == "" {
 			return nil, errors.New("agent with an empty name")
@@ -259,7 +259,7 @@ func agentDefinitions(in map[string]sdkAgent, dialect string) ([]agents.Definiti
 		if strings.TrimSpace(prompt) == "" {
 			return nil, fmt.Errorf("agent %q has no prompt", name)
 		}
-		d := agents.Definition{
+		d := catalog.Definition{
 			Name:            name,
 			Description:     a.Description,
 			Prompt:          prompt,
@@ -280,12 +280,12 @@ func agentDefinitions(in map[string]sdkAgent, dialect string) ([]agents.Definiti
 		}
 		out = append(out, d)
 	}
-	slices.SortFunc(out, func(a, b agents.Definition) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b catalog.Definition) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
 // ParseAgentsJSON reads Claude Code's --agents value: {"name": {description, prompt, tools?, model?}}.
-func ParseAgentsJSON(data string) ([]agents.Definition, error) {
+func ParseAgentsJSON(data string) ([]catalog.Definition, error) {
 	var in map[string]sdkAgent
 	if err := json.Unmarshal([]byte(data), &in); err != nil {
 		return nil, fmt.Errorf("--agents: %w", err)
@@ -300,7 +300,7 @@ func ParseAgentsJSON(data string) ([]agents.Definition, error) {
 // provider; another name is kept. problem says why a name that was meant to be honoured
 // falls back to the parent's model ("" when none did).
 func ResolveModel(written string, aliases map[string]string, provider string) (model, problem string) {
-	r := agents.ResolveModel(written, aliases, provider)
+	r := catalog.ResolveModel(written, aliases, provider)
 	if r.Alias == "" && claudeModelAlias(written) {
 		return "", ""
 	}

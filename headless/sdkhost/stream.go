@@ -80,7 +80,7 @@ func retryErrorKind(err error) string {
 	return "unknown"
 }
 
-// event takes one event of a parent model call (agents.RuntimeConfig.OnModelEvent).
+// event takes one event of a parent model call (runtime.Config.OnModelEvent).
 func (p *partialStream) event(ev llm.Event) {
 	if ev.Kind == llm.EventRetry {
 		p.retry(ev.Retry)

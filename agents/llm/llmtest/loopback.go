@@ -261,7 +261,7 @@ func (l *Loopback) Stream(w http.ResponseWriter, agent string) *SSE {
 }
 
 // agentTypeLine is the last line of every subagent's system prompt
-// (agents.Definition.SystemPrompt).
+// (catalog.Definition.SystemPrompt).
 var agentTypeLine = regexp.MustCompile(`Agent type: ([A-Za-z0-9_-]+)`)
 
 // AgentOf names who sent req, for the scripted provider's rules: "parent" when the task

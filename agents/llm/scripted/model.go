@@ -32,7 +32,8 @@ type Model struct {
 
 	mu       sync.Mutex
 	requests []llm.Request
-	discard  bool // DiscardRequests was called
+	discard  bool                     // DiscardRequests was called
+	signals  map[string]chan struct{} // Reply.Signal: closed once posted
 }
 
 var _ llm.Model = (*Model)(nil)
@@ -115,15 +116,28 @@ func (m *Model) generate(ctx context.Context, req *llm.Request, yield func(llm.E
 	if r == nil {
 		return fmt.Errorf("%w: agent %q at step %d, last user text %q", ErrNoRule, req.Agent, v.step, truncate(v.lastUser, 80))
 	}
+	if name := r.reply.WaitFor; name != "" {
+		select {
+		case <-m.signal(name):
+		case <-ctx.Done():
+			return fmt.Errorf("scripted: wait_for %s: %w", name, context.Cause(ctx))
+		}
+	}
 	if err := wait(ctx, r.reply.Delay); err != nil {
 		return err
 	}
 	if r.reply.Error != "" {
 		return &llm.ProviderError{Provider: "scripted", StatusCode: r.reply.ErrorStatus, Message: r.reply.Error}
 	}
+	if r.reply.Partial != "" {
+		return m.cutShort(ctx, r, v, yield)
+	}
 	text, calls, err := m.render(r, v)
 	if err != nil {
 		return fmt.Errorf("scripted: rules[%d]: %w", i, err)
+	}
+	if r.reply.Signal != "" {
+		defer m.post(r.reply.Signal)
 	}
 	for chunk := range chunks(text, textChunk) {
 		if !yield(llm.Event{Kind: llm.EventTextDelta, Text: chunk}, nil) {
@@ -154,6 +168,52 @@ func (m *Model) generate(ctx context.Context, req *llm.Request, yield func(llm.E
 		Model:      model,
 	}, nil)
 	return nil
+}
+
+// cutShort streams the Partial text of r, posts its Signal, and holds until ctx ends:
+// the call fails with the cancellation, as a stream cut short by it does.
+func (m *Model) cutShort(ctx context.Context, r *rule, v *view, yield func(llm.Event, error) bool) error {
+	text, err := r.partial.render(v, r.reply.Partial)
+	if err != nil {
+		return fmt.Errorf("scripted: reply.partial: %w", err)
+	}
+	for chunk := range chunks(text, textChunk) {
+		if !yield(llm.Event{Kind: llm.EventTextDelta, Text: chunk}, nil) {
+			return nil
+		}
+	}
+	if r.reply.Signal != "" {
+		m.post(r.reply.Signal)
+	}
+	<-ctx.Done()
+	return fmt.Errorf("scripted: partial answer cut short: %w", context.Cause(ctx))
+}
+
+// signal returns the channel closed once name is posted.
+func (m *Model) signal(name string) chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.signals == nil {
+		m.signals = map[string]chan struct{}{}
+	}
+	ch, ok := m.signals[name]
+	if !ok {
+		ch = make(chan struct{})
+		m.signals[name] = ch
+	}
+	return ch
+}
+
+// post posts name (Reply.Signal): the calls waiting for it go on. Idempotent.
+func (m *Model) post(name string) {
+	ch := m.signal(name)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	select {
+	case <-ch:
+	default:
+		close(ch)
+	}
 }
 
 // pick returns the first rule matching v and claims it (Once rules fire only once).

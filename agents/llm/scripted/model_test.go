@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/stoke-cli/stoke/agents/llm"
+	"github.com/stoke-cli/stoke/agents/llm/llmtest"
 )
 
 func TestGenerateEvents(t *testing.T) {
@@ -331,4 +332,91 @@ func TestDiscardRequests(t *testing.T) {
 	if n := len(m.Requests()); n != 0 {
 		t.Fatalf("%d requests kept after DiscardRequests", n)
 	}
+}
+
+// A partial reply streams its text and holds until the call is cancelled; the call then
+// fails with the cancellation, the text it streamed left to the caller (partial findings).
+func TestPartialHoldsUntilCancelled(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		m := New(mustParse(t, "rules:\n  - reply: {partial: 'found {{ lastUser }} so far', signal: streamed}\n"))
+		errStopped := errors.New("stopped by test")
+		ctx, cancel := context.WithCancelCause(t.Context())
+		var (
+			evs []llm.Event
+			err error
+		)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			evs, err = collect(ctx, m, &llm.Request{Messages: []llm.Message{llm.UserText("clue-7")}})
+		}()
+		<-m.signal("streamed") // posted once the text has streamed
+		synctest.Wait()
+		select {
+		case <-done:
+			t.Fatal("a partial reply ended before its call was cancelled")
+		default:
+		}
+		cancel(errStopped)
+		<-done
+		if !errors.Is(err, errStopped) {
+			t.Fatalf("error = %v, want the cancellation's cause", err)
+		}
+		if got := llmtest.TextOf(evs); got != "found clue-7 so far" {
+			t.Errorf("streamed %q", got)
+		}
+		for _, ev := range evs {
+			if ev.Kind != llm.EventTextDelta {
+				t.Errorf("a partial reply yielded %v", ev.Kind)
+			}
+		}
+	})
+}
+
+// wait_for holds a call until another reply has posted its signal, which orders parallel
+// agents without a clock; a signal posted before the wait lets it through at once.
+func TestWaitForSignal(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		m := New(mustParse(t, `
+rules:
+  - agent: late
+    reply: {text: "after {{ lastUser }}", wait_for: go}
+  - agent: early
+    reply: {text: "first", signal: go}
+`))
+		var late []llm.Event
+		var lateErr error
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			late, lateErr = collect(t.Context(), m, &llm.Request{Agent: "late", Messages: []llm.Message{llm.UserText("early")}})
+		}()
+		synctest.Wait()
+		select {
+		case <-done:
+			t.Fatal("the call waiting for a signal answered before it was posted")
+		default:
+		}
+		if r := mustGenerate(t, m, &llm.Request{Agent: "early"}); r.text != "first" {
+			t.Errorf("early call = %q", r.text)
+		}
+		<-done
+		if lateErr != nil || llmtest.TextOf(late) != "after early" {
+			t.Errorf("late call = %q, %v", llmtest.TextOf(late), lateErr)
+		}
+		// Posted already: no wait.
+		if r := mustGenerate(t, m, &llm.Request{Agent: "late", Messages: []llm.Message{llm.UserText("x")}}); r.text != "after x" {
+			t.Errorf("second late call = %q", r.text)
+		}
+		// A cancelled wait fails with the cause.
+		m2 := New(mustParse(t, "rules:\n  - reply: {text: never, wait_for: nobody}\n"))
+		errStopped := errors.New("stopped by test")
+		ctx, cancel := context.WithTimeoutCause(t.Context(), time.Hour, errStopped)
+		defer cancel()
+		if _, err := collect(ctx, m2, &llm.Request{}); !errors.Is(err, errStopped) {
+			t.Errorf("cancelled wait_for: error = %v", err)
+		}
+	})
 }

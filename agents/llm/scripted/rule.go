@@ -9,13 +9,14 @@ import (
 
 // rule is a compiled Rule: regular expressions compiled, templates parsed.
 type rule struct {
-	agent  string
-	when   []check
-	unless []check
-	once   bool
-	reply  *Reply
-	text   *tmpl // nil: reply.Text is used as is
-	inputs []any // compiled ToolCalls[i].Input, see compileValue
+	agent   string
+	when    []check
+	unless  []check
+	once    bool
+	reply   *Reply
+	text    *tmpl // nil: reply.Text is used as is
+	partial *tmpl // nil: reply.Partial is used as is
+	inputs  []any // compiled ToolCalls[i].Input, see compileValue
 }
 
 // check is one compiled condition.
@@ -42,8 +43,14 @@ func compileRule(r *Rule) (*rule, error) {
 	if r.Reply.Delay < 0 {
 		return nil, errors.New("reply: negative delay")
 	}
+	if r.Reply.Partial != "" && (r.Reply.Text != "" || len(r.Reply.ToolCalls) > 0 || r.Reply.Error != "") {
+		return nil, errors.New("reply: partial is an answer cut short: it takes no text, tool_calls or error")
+	}
 	if !r.Reply.Literal {
 		if out.text, err = parseTemplate("reply.text", r.Reply.Text); err != nil {
+			return nil, err
+		}
+		if out.partial, err = parseTemplate("reply.partial", r.Reply.Partial); err != nil {
 			return nil, err
 		}
 	}

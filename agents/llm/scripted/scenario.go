@@ -82,6 +82,19 @@ type Reply struct {
 	ToolCalls []ToolCall `yaml:"tool_calls,omitempty"`
 	// Delay waits before answering; a cancelled ctx ends the wait with an error.
 	Delay time.Duration `yaml:"delay,omitempty"`
+	// Partial is an answer cut short: its text (a template unless Literal) is streamed,
+	// then the call holds until it is cancelled, and fails with the cancellation — what a
+	// model that was still answering leaves: the agent's partial findings. It takes no
+	// Text, ToolCalls or Error.
+	Partial string `yaml:"partial,omitempty"`
+	// Signal, when set, is posted once the reply has streamed: an answer after its last
+	// event, a Partial one after its text, as it starts to hold. WaitFor waits for it.
+	Signal string `yaml:"signal,omitempty"`
+	// WaitFor, when set, holds the call before anything else (its Delay included) until a
+	// reply of this Model has posted that Signal (at once when one already has); a
+	// cancelled ctx ends the wait with an error. It orders the calls of parallel agents
+	// without a clock.
+	WaitFor string `yaml:"wait_for,omitempty"`
 	// Error, when set, fails the call with an *llm.ProviderError carrying this message.
 	Error string `yaml:"error,omitempty"`
 	// ErrorStatus is the HTTP status of that error (0: none; 429 and 5xx are retryable).

@@ -40,6 +40,9 @@ func TestLoadBadFiles(t *testing.T) {
 		{"tool call without name", "rules:\n  - reply: {tool_calls: [{input: {a: 1}}]}\n", []string{"reply.tool_calls[0]: no name"}},
 		{"non-string input key", "rules:\n  - reply: {tool_calls: [{name: t, input: {a: {1: x}}}]}\n", []string{"input.a: map keys must be strings"}},
 		{"error status without error", "rules:\n  - reply: {error_status: 500}\n", []string{"error_status without error"}},
+		{"partial with text", "rules:\n  - reply: {partial: so far, text: x}\n", []string{"rules[0]", "partial is an answer cut short"}},
+		{"partial with tool calls", "rules:\n  - reply: {partial: so far, tool_calls: [{name: t}]}\n", []string{"partial is an answer cut short"}},
+		{"bad template in partial", "rules:\n  - reply: {partial: '{{ lastUser '}\n", []string{"reply.partial"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 const (
 	fnMatch          = "match"
 	fnLastMatch      = "lastMatch"
+	fnMatchAll       = "matchAll"
 	fnLastUser       = "lastUser"
 	fnLastToolResult = "lastToolResult"
 	fnStep           = "step"
@@ -20,8 +21,8 @@ const (
 	fnMedia          = "media"
 )
 
-// tmpl is a parsed reply template and the regular expressions its match and lastMatch
-// calls name literally, compiled at load.
+// tmpl is a parsed reply template and the regular expressions its match, lastMatch and
+// matchAll calls name literally, compiled at load.
 type tmpl struct {
 	t   *template.Template
 	res map[string]*regexp.Regexp
@@ -44,7 +45,7 @@ func parseTemplate(name, text string) (*tmpl, error) {
 			return
 		}
 		id, ok := cmd.Args[0].(*parse.IdentifierNode)
-		if !ok || (id.Ident != fnMatch && id.Ident != fnLastMatch) {
+		if !ok || (id.Ident != fnMatch && id.Ident != fnLastMatch && id.Ident != fnMatchAll) {
 			return
 		}
 		lit, ok := cmd.Args[1].(*parse.StringNode)
@@ -128,8 +129,15 @@ func funcs(v *view, res map[string]*regexp.Regexp) template.FuncMap {
 		}
 	}
 	return template.FuncMap{
-		fnMatch:          find(false),
-		fnLastMatch:      find(true),
+		fnMatch:     find(false),
+		fnLastMatch: find(true),
+		fnMatchAll: func(pattern string) ([]string, error) {
+			re, err := compile(pattern)
+			if err != nil {
+				return nil, err
+			}
+			return v.findAll(re), nil
+		},
 		fnLastUser:       func() string { return v.lastUser },
 		fnLastToolResult: func() string { return v.lastToolResult },
 		fnStep:           func() int { return v.step },
@@ -175,6 +183,23 @@ func (v *view) find(re *regexp.Regexp, newestFirst bool) string {
 		}
 	}
 	return ""
+}
+
+// findAll returns every match of re in the history, in the order find(re, false) looks:
+// messages oldest first, each match of a text in order, then the system prompt. With a
+// capture group it returns group 1 of each.
+func (v *view) findAll(re *regexp.Regexp) []string {
+	group := 0
+	if re.NumSubexp() > 0 {
+		group = 1
+	}
+	out := []string{}
+	for _, s := range append(append([]string(nil), v.segments...), v.req.System) {
+		for _, m := range re.FindAllStringSubmatch(s, -1) {
+			out = append(out, m[group])
+		}
+	}
+	return out
 }
 
 // render executes t against v; a nil t renders fallback unchanged.
