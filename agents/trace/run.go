@@ -77,9 +77,10 @@ type RunInfo struct {
 }
 
 // StartRun starts a run's root span, SpanRun: a child of the span in ctx (ContextFromEnv's
-// TRACEPARENT, when set), else a new trace. The returned context carries it; the run's
-// parent turns pass its span context as TurnInfo.Parent. End it with EndTurn's reason
-// (EndRun).
+// TRACEPARENT, when set), else a new trace. The returned context carries it, as the
+// current span and as the run's root (RunFrom), which stays in the contexts derived from
+// it: the run's parent turns pass it as TurnInfo.Parent, and so do the background turns
+// they start. End it with EndRun.
 func StartRun(ctx context.Context, tracer Tracer, info RunInfo) (context.Context, Span) {
 	if !enabled(tracer) {
 		return ctx, disabled()
@@ -98,10 +99,31 @@ func StartRun(ctx context.Context, tracer Tracer, info RunInfo) (context.Context
 		links = append(links, oteltrace.Link{SpanContext: info.Previous})
 	}
 	ctx = context.WithValue(ctx, turnKey{}, turnValue{sessionID: info.SessionID})
-	return tracer.Start(ctx, SpanRun,
+	ctx, span := tracer.Start(ctx, SpanRun,
 		oteltrace.WithLinks(links...),
 		oteltrace.WithSpanKind(oteltrace.SpanKindInternal),
 		oteltrace.WithAttributes(attrs...))
+	return WithRun(ctx, span.SpanContext()), span
+}
+
+// runKey is the context key of the run's root.
+type runKey struct{}
+
+// WithRun returns ctx carrying root as the run's root span (RunFrom), whatever span is
+// current in it: a background turn, which runs under the registry's context, keeps its
+// run's root this way for the turns it starts in turn.
+func WithRun(ctx context.Context, root SpanContext) context.Context {
+	if !root.IsValid() {
+		return ctx
+	}
+	return context.WithValue(ctx, runKey{}, root)
+}
+
+// RunFrom returns the run's root span that ctx carries (StartRun, WithRun); invalid when
+// none, and then a turn started from ctx is a trace of its own.
+func RunFrom(ctx context.Context) SpanContext {
+	sc, _ := ctx.Value(runKey{}).(SpanContext)
+	return sc
 }
 
 // EndRun records how the run ended (completed, max_turns, error, cancelled) and ends

@@ -102,8 +102,12 @@ func TestRunIsOneTrace(t *testing.T) {
 	caller := SpanContextFrom(sendCtx)
 	EndToolCall(send, false)
 	EndTurn(turn1, "completed", false, nil)
-	// The background turn runs under the registry's context, not the caller's.
-	simulateTurn(context.Background(), tracer, TurnInfo{SessionID: "s1", Agent: "keeper", TaskID: "t_bg", Turn: 2, Caller: caller, Parent: root})
+	if got := RunFrom(sendCtx); !got.Equal(root) {
+		t.Errorf("RunFrom(a tool call's context) = %v, want the run's root %v", got, root)
+	}
+	// The background turn runs under the registry's context, not the caller's: one that
+	// carries the pipeline's span, which is not linked (it is an ancestor already).
+	simulateTurn(ctx, tracer, TurnInfo{SessionID: "s1", Agent: "keeper", TaskID: "t_bg", Turn: 2, Caller: caller, Parent: root})
 	_, turn2 := StartTurn(runCtx, tracer, TurnInfo{SessionID: "s1", Agent: "parent", Turn: 2, Parent: root})
 	EndTurn(turn2, "completed", false, nil)
 	EndRun(run, "completed", false, nil)
@@ -179,4 +183,18 @@ func TestStartRunDisabled(t *testing.T) {
 		t.Error("a disabled tracer made a run span")
 	}
 	EndRun(span, "completed", false, nil)
+}
+
+func TestWithRun(t *testing.T) {
+	ctx := context.Background()
+	if RunFrom(ctx).IsValid() || WithRun(ctx, SpanContext{}) != ctx {
+		t.Fatal("a context without a run has a root")
+	}
+	root, err := ParseTraceparent("00-"+pipelineTrace+"-"+pipelineSpan+"-01", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := RunFrom(WithRun(ctx, root)); !got.Equal(root) {
+		t.Errorf("RunFrom(WithRun(root)) = %v", got)
+	}
 }

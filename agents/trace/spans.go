@@ -145,19 +145,24 @@ func endpointOf(tracer Tracer) *modelEndpoint {
 }
 
 // StartTurn starts the span of one agent turn: a child of info.Parent when it is valid,
-// else the root of a new trace. It links to the span in ctx (if any) and to info.Caller
-// (if valid), unless that span is the parent or already linked. The returned context
-// carries the span; pass it to the turn's model and tool calls. End it with EndTurn.
+// linked to info.Caller unless that is the parent; else the root of a new trace, linked
+// to the span in ctx (if any) and to info.Caller (if valid and not that span). The
+// returned context carries the span; pass it to the turn's model and tool calls. End it
+// with EndTurn.
 func StartTurn(ctx context.Context, tracer Tracer, info TurnInfo) (context.Context, Span) {
 	if !enabled(tracer) {
 		return ctx, disabled()
 	}
 	var links []oteltrace.Link
 	inCtx := oteltrace.SpanContextFromContext(ctx)
-	if inCtx.IsValid() && !inCtx.Equal(info.Parent) {
+	if info.Parent.IsValid() {
+		// The span in ctx is not this turn's business: for a background turn it is the
+		// registry's (none, or the pipeline's TRACEPARENT), an ancestor already.
+		inCtx = info.Parent
+	} else if inCtx.IsValid() {
 		links = append(links, oteltrace.Link{SpanContext: inCtx})
 	}
-	if info.Caller.IsValid() && !info.Caller.Equal(inCtx) && !info.Caller.Equal(info.Parent) {
+	if info.Caller.IsValid() && !info.Caller.Equal(inCtx) {
 		links = append(links, oteltrace.Link{SpanContext: info.Caller})
 	}
 	ep := endpointOf(tracer)
