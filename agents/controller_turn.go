@@ -91,7 +91,6 @@ func (c *controller) runTurn(ctx context.Context, t turn) {
 	c.env.lifecycle.TurnStarted(ctx, info)
 
 	ctx = llm.WithTaskID(ctx, string(c.id)) // tells parallel agents of one type apart (cassette)
-	ctx = trace.WithRun(ctx, t.run)         // a background turn runs under the registry's context
 	ctx, span := trace.StartTurn(ctx, c.env.cfg.Tracer, trace.TurnInfo{
 		SessionID: c.env.cfg.SessionID, Agent: row.SubagentType, TaskID: string(c.id), SubagentType: row.SubagentType,
 		Turn: t.n, Continuation: string(t.continuation), Caller: t.caller, Parent: t.parent,

@@ -142,8 +142,7 @@ func (r *Registry) Launch(ctx context.Context, req LaunchRequest) (Launched, err
 		return Launched{Row: c.snapshot()}, err
 	}
 	t := turn{n: 1, instruction: req.Prompt, toolUseID: req.ToolUseID, continuation: streamjson.ContinuationFresh,
-		background: req.Background, caller: trace.SpanContextFrom(ctx), run: trace.RunFrom(ctx), slots: sl, ticket: ticket}
-	t.parent = t.run
+		background: req.Background, caller: trace.SpanContextFrom(ctx), parent: trace.RunFrom(ctx), slots: sl, ticket: ticket}
 	if !req.Background {
 		t.parent = t.caller // the task call waits for it
 	}
@@ -237,8 +236,7 @@ func (r *Registry) Send(ctx context.Context, id TaskID, message, toolUseID strin
 		}
 		var kind streamjson.Continuation
 		t, kind, stale = c.continueTurn(r.cfg.Now().UTC(), message, toolUseID, head, pos > 0)
-		t.caller, t.run = trace.SpanContextFrom(ctx), trace.RunFrom(ctx)
-		t.parent = t.run
+		t.caller, t.parent = trace.SpanContextFrom(ctx), trace.RunFrom(ctx)
 		t.slots, t.ticket = r.bg, ticket
 		tctx, t = c.schedule(r.ctx, t)
 		r.wg.Add(1)

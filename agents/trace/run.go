@@ -80,7 +80,7 @@ type RunInfo struct {
 // TRACEPARENT, when set), else a new trace. The returned context carries it, as the
 // current span and as the run's root (RunFrom), which stays in the contexts derived from
 // it: the run's parent turns pass it as TurnInfo.Parent, and so do the background turns
-// they start. End it with EndRun.
+// their task and send_message calls start. End it with EndRun.
 func StartRun(ctx context.Context, tracer Tracer, info RunInfo) (context.Context, Span) {
 	if !enabled(tracer) {
 		return ctx, disabled()
@@ -110,8 +110,7 @@ func StartRun(ctx context.Context, tracer Tracer, info RunInfo) (context.Context
 type runKey struct{}
 
 // WithRun returns ctx carrying root as the run's root span (RunFrom), whatever span is
-// current in it: a background turn, which runs under the registry's context, keeps its
-// run's root this way for the turns it starts in turn.
+// current in it.
 func WithRun(ctx context.Context, root SpanContext) context.Context {
 	if !root.IsValid() {
 		return ctx
