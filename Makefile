@@ -3,6 +3,13 @@
 
 GO      ?= go
 BIN     := bin/stoke
+# The Go release that builds and tests stoke: go.mod's toolchain line. With
+# GOTOOLCHAIN=local (this project's machines set it, and many CI images) the go command
+# ignores that line and uses whatever Go is installed, so the Makefile names the toolchain
+# itself: the go command fetches it from the module proxy the first time (about 76 MB)
+# and keeps it in the module cache. `make TOOLCHAIN=local ...` uses the installed Go.
+TOOLCHAIN ?= $(shell sed -n 's/^toolchain //p' go.mod)
+export GOTOOLCHAIN := $(TOOLCHAIN)
 PKGS    := ./...
 # The fuzz targets: every reader of untrusted bytes (stream-json input, transcripts and
 # their lines, session archives, sidecars, agent files, cassettes, settings files, MCP
@@ -32,12 +39,24 @@ FUZZ_SCALE ?= 1
 FUZZ_LONG_SCALE ?= 50
 FUZZMINIMIZE ?= 100x
 
-.PHONY: all build test unit e2e e2e-bin sdk-bin sdk-deps sdk-test acp-deps acp-test mcp-deps report-deps test-deps release-check release-schema fuzz fuzz-long bench bench-all demo lint clean
+.PHONY: all build install install-check test unit e2e e2e-bin sdk-bin sdk-deps sdk-test acp-deps acp-test mcp-deps report-deps test-deps release-check release-schema vuln fuzz fuzz-long bench bench-all demo lint clean
 
 all: build
 
 build:
 	$(GO) build -o $(BIN) .
+
+# stoke into $(go env GOPATH)/bin, or $GOBIN: the README's first install step.
+# -buildvcs=true overrides a GOFLAGS=-buildvcs=false, so that the binary carries the
+# commit (`stoke version`: revision, and a version that names it).
+install:
+	$(GO) install -buildvcs=true .
+
+# The README's first install step followed literally on a fresh clone of HEAD, with
+# GOFLAGS=-buildvcs=false (e2e TestReadmeInstall): `stoke version` must name the commit.
+# Not in make test: a build without -race or -cover, minutes of CPU on a cold cache.
+install-check: e2e-bin
+	E2E_INSTALL=1 E2E_STOKE_BINARY=$(E2E_BIN) $(GO) test -race -count=1 -run '^TestReadmeInstall$$' ./e2e
 
 # Everything CI runs: vet, staticcheck, the Claude Agent SDK suite, the ACP suite, the
 # race-enabled tests of every other package (e2e included, and with it the release
@@ -86,18 +105,33 @@ test-deps:
 # large dependency tree stays out of go.mod. Its first run builds it from source: about
 # 260 s of CPU (2 to 4 minutes on 2 cores), which CI does not pay. CI checks
 # .goreleaser.yaml against the JSON schema this goreleaser generates (e2e
-# TestReleaseConfig); release-check is the whole `goreleaser check` (defaults and
-# deprecations too), for release time and for changes to .goreleaser.yaml. After updating
-# goreleaser in .ci/goreleaser.mod, run release-schema: TestReleaseConfig wants the schema
-# of the pinned version.
+# TestReleaseConfig); release-check, for release time and for changes to
+# .goreleaser.yaml, is the whole `goreleaser check` (defaults and deprecations too), then
+# a snapshot release into dist/ (every archive built, nothing published, no SBOM: that
+# needs syft) whose archives and checksums e2e TestReleaseSnapshot opens and checks.
+# The six cross builds cost several more minutes of CPU (26 min of CPU, 80 min of wall
+# time on a shared, loaded 2-core machine: hence --timeout, goreleaser's default being
+# 1h). After updating goreleaser in .ci/goreleaser.mod, run release-schema:
+# TestReleaseConfig wants the schema of the pinned version.
 GORELEASER := $(GO) tool -modfile=.ci/goreleaser.mod goreleaser
 
 release-check:
 	$(GORELEASER) check
+	$(GORELEASER) release --snapshot --clean --skip=publish,sbom --timeout=3h
+	RELEASE_DIST=$(CURDIR)/dist $(GO) test -count=1 -run '^TestReleaseSnapshot$$' ./e2e
 
 release-schema:
 	rm -f .ci/goreleaser-*.schema.json
 	$(GORELEASER) jsonschema -o .ci/goreleaser-$$($(GO) list -modfile=.ci/goreleaser.mod -m -f '{{.Version}}' github.com/goreleaser/goreleaser/v2).schema.json
+
+# govulncheck on every package, with the standard library of the toolchain above: the
+# tool, and the indexer that turns the golang.org/x/vulndb module into a database, come
+# from their own modfile (.ci/vuln.mod). .ci/vuln picks the database: VULNDB (a URL or a
+# directory) when set, else vuln.go.dev when it answers, else one built from the newest
+# golang.org/x/vulndb the module proxy serves; when none is reachable it says so and
+# fails. Not part of make test: it downloads the database (tens of MB) and takes minutes.
+vuln:
+	GO="$(GO)" .ci/vuln
 
 unit:
 	$(GO) test -race -count=1 -shuffle=on -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v /e2e)

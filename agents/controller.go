@@ -91,9 +91,12 @@ type turn struct {
 	toolUseID    string
 	continuation streamjson.Continuation
 	background   bool
-	// caller is the span of the task or send_message call that started the turn, linked
-	// from the turn's own trace.
-	caller trace.SpanContext
+	// caller is the span of the task or send_message call that started the turn; parent
+	// the span the turn hangs under: that call for a foreground turn, the run's root
+	// (trace.RunFrom of the caller's context) for a background one, which outlives the
+	// call and is linked to it. Without a run's root a background turn is a trace of its
+	// own, linked to the call.
+	caller, parent trace.SpanContext
 	// done is the row's done channel of this turn; prev is closed when the task's
 	// previous turn has finished (nil: none), finished when this one has.
 	done, prev, finished chan struct{}

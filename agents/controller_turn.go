@@ -94,7 +94,7 @@ func (c *controller) runTurn(ctx context.Context, t turn) {
 	ctx = llm.WithTaskID(ctx, string(c.id)) // tells parallel agents of one type apart (cassette)
 	ctx, span := trace.StartTurn(ctx, c.env.cfg.Tracer, trace.TurnInfo{
 		SessionID: c.env.cfg.SessionID, Agent: row.SubagentType, TaskID: string(c.id), SubagentType: row.SubagentType,
-		Turn: t.n, Continuation: string(t.continuation), Caller: t.caller,
+		Turn: t.n, Continuation: string(t.continuation), Caller: t.caller, Parent: t.parent,
 	})
 	res, err := runLimited(ctx, c.def, func(ctx context.Context) (runtime.TurnResult, error) { return c.execute(ctx, t, extra) })
 	if err != nil {

@@ -142,7 +142,10 @@ func (r *Registry) Launch(ctx context.Context, req LaunchRequest) (Launched, err
 		return Launched{Row: c.snapshot()}, err
 	}
 	t := turn{n: 1, instruction: req.Prompt, toolUseID: req.ToolUseID, continuation: streamjson.ContinuationFresh,
-		background: req.Background, caller: trace.SpanContextFrom(ctx), slots: sl, ticket: ticket}
+		background: req.Background, caller: trace.SpanContextFrom(ctx), parent: trace.RunFrom(ctx), slots: sl, ticket: ticket}
+	if !req.Background {
+		t.parent = t.caller // the task call waits for it
+	}
 	// Publish the turn in one critical section with the closed check, so that a
 	// concurrent Shutdown either waits for this turn or makes this launch fail.
 	r.mu.Lock()
@@ -191,7 +194,8 @@ type SendResult struct {
 // ErrNoSlot) and the row stays as it was. It never waits for a turn: the check and the
 // transition happen in one critical section of the registry's lock, so a message is
 // queued into exactly one turn or starts exactly one. ctx is the caller's: it is not the
-// new turn's context, only the span its trace links to.
+// new turn's context, only the span its trace links to, and the run's root it hangs
+// under (trace.RunFrom).
 func (r *Registry) Send(ctx context.Context, id TaskID, message, toolUseID string) (SendResult, error) {
 	var (
 		res    SendResult
@@ -232,7 +236,7 @@ func (r *Registry) Send(ctx context.Context, id TaskID, message, toolUseID strin
 		}
 		var kind streamjson.Continuation
 		t, kind, stale = c.continueTurn(r.cfg.Now().UTC(), message, toolUseID, head, pos > 0)
-		t.caller = trace.SpanContextFrom(ctx)
+		t.caller, t.parent = trace.SpanContextFrom(ctx), trace.RunFrom(ctx)
 		t.slots, t.ticket = r.bg, ticket
 		tctx, t = c.schedule(r.ctx, t)
 		r.wg.Add(1)

@@ -70,30 +70,33 @@ type claudeFlag struct {
 	// instead, when set, refuses the flag outside SDK mode: the run exits 2 with ignored
 	// and this advice on one line.
 	instead string
-	usage   string
+	// help shows the flag in stoke --help, under "Claude Code flags" (help.go); the
+	// others are hidden there and listed in docs/claude-code-flags.md.
+	help  bool
+	usage string
 }
 
 // claudeFlags lists the Claude Code flags stoke declares besides its own.
 func claudeFlags() []claudeFlag {
 	return []claudeFlag{
 		// Honoured.
-		{name: "permission-mode", typ: flagString, usage: "Claude Code's permission mode: default (manual) | acceptEdits (auto-edit) | bypassPermissions (yolo) | plan | dontAsk"},
-		{name: "dangerously-skip-permissions", typ: flagBool, usage: "the same as --approval-mode yolo"},
-		{name: "allowedTools", typ: flagList, more: moreRules, usage: "permission rules that approve calls without asking: Write, Bash(git status), Bash(npm run:*)"},
+		{name: "permission-mode", typ: flagString, help: true, usage: "Claude Code's permission `MODE`: default (manual) | acceptEdits (auto-edit) | bypassPermissions (yolo) | plan | dontAsk"},
+		{name: "dangerously-skip-permissions", typ: flagBool, help: true, usage: "the same as --approval-mode yolo"},
+		{name: "allowedTools", typ: flagList, more: moreRules, help: true, usage: "permission `RULES` that approve calls without asking: Read, Write, \"Bash(git log:*)\" (also --allowed-tools)"},
 		{name: "allowed-tools", typ: flagList, more: moreRules, usage: "the same as --allowedTools"},
-		{name: "disallowedTools", typ: flagList, more: moreRules, usage: "permission rules that refuse calls; a bare tool name takes the tool away"},
+		{name: "disallowedTools", typ: flagList, more: moreRules, help: true, usage: "permission `RULES` that refuse calls; a bare tool name takes the tool away (also --disallowed-tools)"},
 		{name: "disallowed-tools", typ: flagList, more: moreRules, usage: "the same as --disallowedTools"},
-		{name: "tools", typ: flagList, more: moreRules, usage: "the workspace tools offered: Read,Edit,Bash | default (all) | \"\" (none)"},
+		{name: "tools", typ: flagList, more: moreRules, help: true, usage: "the workspace `TOOLS` offered: Read,Edit,Bash | default (all) | \"\" (none)"},
 		{name: "permission-prompt-tool", typ: flagString, ignored: "approval through an MCP tool is not supported: only stdio (an SDK host's canUseTool) is supported",
 			instead: "decide permissions with --allowedTools, --disallowedTools or --permission-mode", usage: "stdio: put calls the permission mode refuses to the SDK host (can_use_tool)"},
-		{name: "include-partial-messages", typ: flagBool, usage: "write stream_event lines with the parent's streamed reply"},
-		{name: "max-budget-usd", typ: flagFloat, usage: "end the run with error_max_budget_usd once its estimated cost is over this"},
-		{name: "system-prompt", typ: flagString, usage: "replace stoke's built-in parent system prompt"},
-		{name: "system-prompt-file", typ: flagString, usage: "replace stoke's built-in parent system prompt with a file's text"},
-		{name: "append-system-prompt", typ: flagString, usage: "add text to the parent's system prompt"},
-		{name: "append-system-prompt-file", typ: flagString, usage: "add a file's text to the parent's system prompt"},
-		{name: "agents", typ: flagString, usage: `more subagent types, as JSON: {"name": {"description": ..., "prompt": ..., "tools": [...]}}`},
-		{name: "no-session-persistence", typ: flagBool, usage: "write nothing under $STOKE_HOME for this session"},
+		{name: "include-partial-messages", typ: flagBool, help: true, usage: "write stream_event lines with the parent's streamed reply"},
+		{name: "max-budget-usd", typ: flagFloat, help: true, usage: "end the run with error_max_budget_usd once its estimated cost (total_cost_usd) is over `USD`"},
+		{name: "system-prompt", typ: flagString, help: true, usage: "replace stoke's built-in parent system prompt with `TEXT`"},
+		{name: "system-prompt-file", typ: flagString, help: true, usage: "replace stoke's built-in parent system prompt with the text of `FILE`"},
+		{name: "append-system-prompt", typ: flagString, help: true, usage: "add `TEXT` to the parent's system prompt"},
+		{name: "append-system-prompt-file", typ: flagString, help: true, usage: "add the text of `FILE` to the parent's system prompt"},
+		{name: "agents", typ: flagString, help: true, usage: "more subagent types, as `JSON`: {\"name\": {\"description\": ..., \"prompt\": ..., \"tools\": [...]}}"},
+		{name: "no-session-persistence", typ: flagBool, help: true, usage: "write nothing under $STOKE_HOME for this session"},
 		{name: "await-initialize", typ: flagBool, usage: "wait for the SDK's initialize request (stoke always applies it before the first turn)"},
 		{name: "forward-subagent-text", typ: flagBool, usage: "stream subagents' messages (stoke always does)"},
 		{name: "disable-slash-commands", typ: flagBool, usage: "no skills or slash commands (stoke has none)"},
@@ -164,8 +167,9 @@ func claudeFlags() []claudeFlag {
 	}
 }
 
-// addClaudeFlags declares Claude Code's flags, hidden from --help
-// (docs/claude-code-flags.md lists them).
+// addClaudeFlags declares Claude Code's flags, hidden from the flags of --help: the
+// ones with help set are shown apart, under "Claude Code flags" (help.go), and
+// docs/claude-code-flags.md lists them all.
 func addClaudeFlags(f *pflag.FlagSet) { declareHidden(f, claudeFlags()) }
 
 // declareHidden declares flags (Claude Code's, Qwen Code's), hidden from --help.

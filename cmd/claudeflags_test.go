@@ -244,6 +244,17 @@ func TestClaudeFlagsDocumented(t *testing.T) {
 	}
 	documented := map[string]string{} // flag -> what its row says stoke does
 	flagName := regexp.MustCompile("`(--[A-Za-z-]+)`")
+	// The paragraph before the table names the flags stoke --help shows.
+	intro, _, _ := strings.Cut(table, "\n| flag |")
+	inHelp := map[string]bool{}
+	for _, m := range flagName.FindAllStringSubmatch(intro, -1) {
+		inHelp[m[1]] = true
+	}
+	for _, cf := range claudeFlags() {
+		if inHelp["--"+cf.name] != cf.help {
+			t.Errorf("--%s: shown in stoke --help %v, but docs/claude-code-flags.md says %v", cf.name, cf.help, inHelp["--"+cf.name])
+		}
+	}
 	for _, line := range strings.Split(table, "\n") {
 		first, rest, _ := strings.Cut(strings.TrimPrefix(line, "| "), " | ")
 		does, _, _ := strings.Cut(rest, " | ")

@@ -28,8 +28,10 @@ import (
 	"github.com/stoke-cli/stoke/headless/progress"
 )
 
-// devVersion is reported when the binary carries no module version (a local build).
-const devVersion = "0.1.0-dev"
+// devVersion is reported when the binary carries no module version: built with
+// -buildvcs=false or outside a clone, so no tag or commit backs it (make install stamps
+// one).
+const devVersion = "0.0.0-devel"
 
 // Deps is what the commands take from the process. Execute fills it from the real
 // process; tests fill it with buffers, a fake environment and temporary directories.
@@ -177,6 +179,7 @@ working directory, then $STOKE_HOME/settings.yaml (default ~/.stoke). API keys c
 only from the environment (STOKE_API_KEY, OPENAI_API_KEY, ANTHROPIC_API_KEY) or
 api-key in a settings file. A project's settings may only narrow the run unless it is
 trusted (--trust-project, or trusted-projects in $STOKE_HOME/settings.yaml).`,
+		Example:                    rootExamples,
 		Version:                    deps.Version,
 		SilenceUsage:               true,
 		SilenceErrors:              true,
@@ -211,6 +214,7 @@ trusted (--trust-project, or trusted-projects in $STOKE_HOME/settings.yaml).`,
 	addClaudeFlags(cmd.Flags())
 	addQwenFlags(cmd.Flags())
 	completeFlagValues(cmd)
+	setRootUsage(cmd)
 
 	cmd.AddCommand(NewCmdVersion(deps))
 	cmd.AddCommand(NewCmdCompletion(deps))

@@ -16,6 +16,7 @@ import (
 	"github.com/stoke-cli/stoke/agents"
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/agents/llm/price"
+	"github.com/stoke-cli/stoke/agents/trace"
 	"github.com/stoke-cli/stoke/headless"
 )
 
@@ -145,6 +146,14 @@ func runRoot(ctx context.Context, deps *Deps, flags *pflag.FlagSet, args []strin
 	}
 	defer stopTelemetry()
 	opts.Tracer = tracer
+	if tracer != nil {
+		// The run nests in the pipeline's trace (TRACEPARENT, as CI systems and otel-cli
+		// set it); a malformed one is one warning, and the run is a trace of its own.
+		var perr error
+		if ctx, perr = trace.ContextFromEnv(ctx, deps.LookupEnv); perr != nil {
+			logger.Warn("TRACEPARENT ignored", "err", perr)
+		}
+	}
 	defer attachProgress(prog, deps, &opts)()
 	logger.Debug("starting run", "session_id", sessionID, "cwd", cwd, "home", home, "config", cfg)
 	if serving {

@@ -18,12 +18,16 @@ const (
 
 // setupTelemetry starts the exporters that --trace-file and the OTEL_* variables ask for;
 // console exporters write to console (stderr, through the progress line).
-// A malformed OTEL_* value is a usage error. The returned stop flushes them, within
+// A malformed OTEL_* value is a usage error; one that stoke does not act on is one
+// warning line. The returned stop flushes them, within
 // trace.FlushTimeout, and must run before the process exits.
 func setupTelemetry(ctx context.Context, deps *Deps, cfg *Config, prices price.Table, logger *slog.Logger, console io.Writer) (trace.Tracer, func(), error) {
 	tc, err := trace.ConfigFromEnv(deps.LookupEnv, console)
 	if err != nil {
 		return nil, nil, usageErrorf("telemetry: %v", err)
+	}
+	for _, u := range tc.Unsupported {
+		logger.Warn("OTEL variable not supported: ignored", "var", u.Var, "reason", u.Reason)
 	}
 	tc.File = cfg.TraceFile
 	tc.ServiceName, tc.ServiceVersion = "stoke", deps.Version

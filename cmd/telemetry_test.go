@@ -21,9 +21,10 @@ import (
 
 // TestTelemetryOfARun runs the nonce scenario for real (scripted model, background agent
 // continued with send_message) with --trace-file and an OTLP/HTTP collector, and decodes
-// both with the official OTLP types: the same spans, one trace per agent turn, every
-// child under its turn, each subagent turn linked to the parent's tool call that asked
-// for it, the GenAI attributes, and the resource's service.name.
+// both with the official OTLP types: the same spans, one trace for the run under its
+// stoke.run root, every turn under it and every other span under its turn, each subagent
+// (background) turn linked to the parent's tool call that asked for it, the GenAI
+// attributes, and the resource's service.name.
 func TestTelemetryOfARun(t *testing.T) {
 	var (
 		mu     sync.Mutex
@@ -107,20 +108,35 @@ func checkRunSpans(t *testing.T, spans []*tracepb.Span) {
 		byID[string(s.SpanId)] = s
 	}
 	var subTurns []*tracepb.Span
-	chats := 0
+	chats, roots := 0, 0
 	for _, s := range spans {
 		a := attrMap(s.Attributes)
-		if len(s.ParentSpanId) > 0 {
-			parent := byID[string(s.ParentSpanId)]
-			if parent == nil || !bytes.Equal(parent.TraceId, s.TraceId) || attrMap(parent.Attributes)["gen_ai.operation.name"].GetStringValue() != "invoke_agent" {
-				t.Errorf("%s: parent %x is not a turn of its trace", s.Name, s.ParentSpanId)
+		if !bytes.Equal(s.TraceId, spans[0].TraceId) {
+			t.Errorf("%s: trace %x, want the run's one trace %x", s.Name, s.TraceId, spans[0].TraceId)
+		}
+		if len(s.ParentSpanId) == 0 {
+			roots++
+			if s.Name != "stoke.run" {
+				t.Errorf("%s: a root that is not the run's", s.Name)
 			}
+			continue
+		}
+		parent := byID[string(s.ParentSpanId)]
+		if parent == nil {
+			t.Errorf("%s: parent %x is not in the trace", s.Name, s.ParentSpanId)
+			continue
+		}
+		// A turn hangs under the run's root (a background turn, the parent's) or its task
+		// call (a foreground one); model and tool calls under their turn.
+		if op := a["gen_ai.operation.name"].GetStringValue(); op == "invoke_agent" {
+			if parent.Name != "stoke.run" && parent.Name != "execute_tool task" {
+				t.Errorf("%s: under %s, want the run's root or a task call", s.Name, parent.Name)
+			}
+		} else if attrMap(parent.Attributes)["gen_ai.operation.name"].GetStringValue() != "invoke_agent" {
+			t.Errorf("%s: under %s, want a turn", s.Name, parent.Name)
 		}
 		switch a["gen_ai.operation.name"].GetStringValue() {
 		case "invoke_agent":
-			if len(s.ParentSpanId) != 0 {
-				t.Errorf("%s: a turn with a parent", s.Name)
-			}
 			for _, k := range []string{"gen_ai.provider.name", "gen_ai.agent.id", "gen_ai.agent.name", "gen_ai.conversation.id"} {
 				if a[k].GetStringValue() == "" {
 					t.Errorf("%s: no %s", s.Name, k)
@@ -153,8 +169,8 @@ func checkRunSpans(t *testing.T, spans []*tracepb.Span) {
 		t.Fatalf("%d subagent turns, want 2 (launch and send_message)", len(subTurns))
 	}
 	for _, turn := range subTurns {
-		if len(turn.Links) == 0 {
-			t.Errorf("%s: no link to the call that asked for it", turn.Name)
+		if len(turn.Links) != 1 {
+			t.Errorf("%s: links %v, want one, to the call that asked for it", turn.Name, turn.Links)
 			continue
 		}
 		caller := byID[string(turn.Links[len(turn.Links)-1].SpanId)]
@@ -162,8 +178,8 @@ func checkRunSpans(t *testing.T, spans []*tracepb.Span) {
 			t.Errorf("%s: linked to %v, want the parent's task or send_message call", turn.Name, caller)
 		}
 	}
-	if bytes.Equal(subTurns[0].TraceId, subTurns[1].TraceId) {
-		t.Error("the two subagent turns share a trace")
+	if roots != 1 {
+		t.Errorf("%d roots, want the run's one", roots)
 	}
 }
 

@@ -24,6 +24,10 @@ type opened struct {
 	roster  []agents.Row
 	// unread are the notifications of the roster the parent has not read yet.
 	unread []llm.Message
+	// resumed: the run continues a stored session (or a fork of one), whose last traced
+	// run's root was previousRun (a traceparent; empty when none).
+	resumed     bool
+	previousRun string
 }
 
 // openSession resolves the session of this run and takes its lock: a new one (with
@@ -72,6 +76,7 @@ func openSession(ctx context.Context, opts Options) (o *opened, err error) {
 	if opts.ModelName != "" {
 		info.Model = opts.ModelName
 	}
+	previousRun := info.Traceparent
 	if opts.ForkSession {
 		if sess, info, err = forkSession(ctx, found, opts, now); err != nil {
 			return nil, err
@@ -81,7 +86,7 @@ func openSession(ctx context.Context, opts Options) (o *opened, err error) {
 	if err != nil {
 		return nil, err
 	}
-	o = &opened{id: info.SessionID, sess: sess, lock: lock, info: info}
+	o = &opened{id: info.SessionID, sess: sess, lock: lock, info: info, resumed: true, previousRun: previousRun}
 	if err := o.load(ctx, opts); err != nil {
 		_ = lock.Unlock()
 		return nil, err

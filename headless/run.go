@@ -69,8 +69,12 @@ func Run(ctx context.Context, opts Options) (err error) {
 // Serve runs the loop of the session p over the user turns of in (closed after the
 // last), then the end-of-run policy and the final result, and closes p. It returns what
 // Run returns. The registry's turns live under the ctx p was assembled with; ctx ends
-// the loop (a signal, --timeout).
+// the loop (a signal, --timeout). The run is one trace: its root span (stoke.run) is a
+// child of the span in ctx (the pipeline's TRACEPARENT), and every parent turn hangs
+// under it, and the background turns they start.
 func Serve(ctx context.Context, p *Parts, in <-chan Input) (err error) {
+	ctx, runSpan := p.startRun(ctx)
+	defer func() { endRun(runSpan, err) }() // last: every turn has ended by then
 	s := &session{Parts: p, reminder: append(p.reminder, p.sessionStart(ctx)...)}
 	defer func() { err = s.writeReport(err) }() // after close: the session as stored
 	defer p.Close()
@@ -328,7 +332,7 @@ func (s *session) turn(ctx context.Context, msg llm.Message, perTurnResult bool)
 		s.parent.SetMaxSteps(left)
 	}
 	s.parentTurns++
-	tctx, span := trace.StartTurn(tctx, s.opts.Tracer, trace.TurnInfo{SessionID: s.id, Agent: "parent", Turn: s.parentTurns})
+	tctx, span := trace.StartTurn(tctx, s.opts.Tracer, trace.TurnInfo{SessionID: s.id, Agent: "parent", Turn: s.parentTurns, Parent: trace.RunFrom(tctx)})
 	started := time.Now()
 	res, err := s.parent.Execute(tctx, msg)
 	trace.EndTurn(span, res.Reason, res.Reason == runtime.ReasonCancelled, err)

@@ -65,6 +65,9 @@ type Info struct {
 	UpdatedAt time.Time `json:"updated_at"`
 	// ForkedFrom is the session this one was forked from (--fork-session).
 	ForkedFrom string `json:"forked_from,omitempty"`
+	// Traceparent is the W3C traceparent of the root span of the session's last traced
+	// run (stoke.run), which the root of the run that resumes it links to.
+	Traceparent string `json:"traceparent,omitempty"`
 }
 
 // ErrUnknownSession: no stored session has that id.

@@ -1,9 +1,12 @@
 package trace
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -20,6 +23,13 @@ const (
 // and no endpoint variable is set, as the specification says.
 const defaultEndpoint = "http://localhost:4318"
 
+// Unsupported is an OTEL_* variable that is set, is not malformed, and that stoke does
+// not act on, with the reason. The caller logs each as one warning line.
+type Unsupported struct {
+	Var    string
+	Reason string
+}
+
 // ConfigFromEnv returns the part of a Config that the standard OpenTelemetry variables
 // ask for. lookup is os.LookupEnv or a test's stand-in; console is where a console
 // exporter writes (stderr: stdout belongs to the event stream).
@@ -34,8 +44,21 @@ const defaultEndpoint = "http://localhost:4318"
 //   - OTEL_EXPORTER_OTLP_[{TRACES,METRICS}_]TIMEOUT: milliseconds per export.
 //   - OTEL_EXPORTER_OTLP_[{TRACES,METRICS}_]PROTOCOL: http/protobuf (default) or
 //     http/json; grpc is refused with an error naming those two.
+//   - OTEL_EXPORTER_OTLP_[{TRACES,METRICS}_]COMPRESSION: gzip, or none (the default).
+//   - OTEL_EXPORTER_OTLP_[{TRACES,METRICS}_]CERTIFICATE: a PEM file of the certificates
+//     that an https endpoint's chain must end in, instead of the system's roots.
+//   - OTEL_EXPORTER_OTLP_[{TRACES,METRICS}_]CLIENT_KEY and _CLIENT_CERTIFICATE: PEM
+//     files of the client's key and certificate chain (mutual TLS), both or neither.
+//   - OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE: cumulative (default), delta or
+//     lowmemory (delta for stoke's histograms and counter).
 //   - OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true: prompts and completions
 //     are recorded on the chat spans.
+//
+// The variables of the OTLP exporter specification that stoke does not act on, when set
+// for a signal exported over OTLP, are returned in Config.Unsupported:
+// OTEL_EXPORTER_OTLP_[{TRACES,METRICS}_]INSECURE (gRPC only: over HTTP the endpoint's
+// scheme decides), a certificate variable for an http:// endpoint, and
+// OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION=base2_exponential_bucket_histogram.
 //
 // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES are read by Setup. A malformed value is
 // an error that names the variable.
@@ -54,6 +77,13 @@ func ConfigFromEnv(lookup func(string) (string, bool), console io.Writer) (Confi
 	if err != nil || off {
 		return cfg, err
 	}
+	warned := map[string]bool{}
+	unsupported := func(name, reason string) {
+		if !warned[name] {
+			warned[name] = true
+			cfg.Unsupported = append(cfg.Unsupported, Unsupported{Var: name, Reason: reason})
+		}
+	}
 	for _, sig := range []struct {
 		name, path string // TRACES, /v1/traces
 		dst        *Exporter
@@ -61,17 +91,22 @@ func ConfigFromEnv(lookup func(string) (string, bool), console io.Writer) (Confi
 		{"TRACES", "/v1/traces", &cfg.Traces},
 		{"METRICS", "/v1/metrics", &cfg.Metrics},
 	} {
-		exp, err := exporterFromEnv(get, sig.name, sig.path, console)
+		exp, err := exporterFromEnv(get, sig.name, sig.path, console, unsupported)
 		if err != nil {
 			return Config{}, err
 		}
 		*sig.dst = exp
 	}
+	if cfg.Metrics.enabled() {
+		if cfg.DeltaMetrics, err = metricsFromEnv(get, unsupported); err != nil {
+			return Config{}, err
+		}
+	}
 	return cfg, nil
 }
 
 // exporterFromEnv reads the variables of one signal (TRACES or METRICS).
-func exporterFromEnv(get func(string) string, signal, path string, console io.Writer) (Exporter, error) {
+func exporterFromEnv(get func(string) string, signal, path string, console io.Writer, unsupported func(name, reason string)) (Exporter, error) {
 	var exp Exporter
 	endpointVar := "OTEL_EXPORTER_OTLP_" + signal + "_ENDPOINT" // where endpoint came from
 	endpoint := get(endpointVar)
@@ -104,7 +139,8 @@ func exporterFromEnv(get func(string) string, signal, path string, console io.Wr
 	if exp.Endpoint == "" {
 		return exp, nil
 	}
-	if u, err := url.Parse(exp.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	u, err := url.Parse(exp.Endpoint)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return Exporter{}, fmt.Errorf("%s=%q: want an http:// or https:// URL", endpointVar, get(endpointVar))
 	}
 	exp.Headers = headersFromEnv(get, signal)
@@ -125,7 +161,88 @@ func exporterFromEnv(get func(string) string, signal, path string, console io.Wr
 	default:
 		return Exporter{}, fmt.Errorf("%s=%q is not supported: stoke exports OTLP over http/protobuf or http/json (point it at the collector's HTTP port, usually 4318)", name, v)
 	}
+	name, v = signalVar(get, signal, "COMPRESSION")
+	switch strings.ToLower(v) {
+	case "", "none":
+	case CompressionGzip:
+		exp.Compression = CompressionGzip
+	default:
+		return Exporter{}, fmt.Errorf("%s=%q: want gzip or none", name, v)
+	}
+	if name, v := signalVar(get, signal, "INSECURE"); v != "" {
+		unsupported(name, "it applies to OTLP/gRPC only: over OTLP/HTTP the endpoint's scheme (http:// or https://) decides")
+	}
+	if exp.TLS, err = tlsFromEnv(get, signal, u.Scheme == "https", unsupported); err != nil {
+		return Exporter{}, err
+	}
 	return exp, nil
+}
+
+// tlsFromEnv reads the certificate variables of one signal: the roots that the server's
+// chain must end in, and the client's certificate and key. It returns nil when none is
+// set, or when the endpoint is not https (each variable set then is unsupported).
+func tlsFromEnv(get func(string) string, signal string, https bool, unsupported func(name, reason string)) (*tls.Config, error) {
+	caVar, caFile := signalVar(get, signal, "CERTIFICATE")
+	keyVar, keyFile := signalVar(get, signal, "CLIENT_KEY")
+	certVar, certFile := signalVar(get, signal, "CLIENT_CERTIFICATE")
+	if caFile == "" && keyFile == "" && certFile == "" {
+		return nil, nil
+	}
+	if !https {
+		for _, v := range []struct{ name, value string }{{caVar, caFile}, {keyVar, keyFile}, {certVar, certFile}} {
+			if v.value != "" {
+				unsupported(v.name, "the endpoint is http://, which uses no TLS")
+			}
+		}
+		return nil, nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", caVar, err)
+		}
+		cfg.RootCAs = x509.NewCertPool()
+		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%s=%s: no PEM certificate in the file", caVar, caFile)
+		}
+	}
+	switch {
+	case keyFile == "" && certFile == "":
+	case keyFile == "" || certFile == "":
+		return nil, fmt.Errorf("%s and %s: set both (the client's key and its certificate) or neither", keyVar, certVar)
+	default:
+		pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("%s=%s, %s=%s: %w", certVar, certFile, keyVar, keyFile, err)
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	}
+	return cfg, nil
+}
+
+// metricsFromEnv reads the variables of the OTLP metrics exporter: whether the metrics
+// are sent with delta temporality.
+func metricsFromEnv(get func(string) string, unsupported func(name, reason string)) (delta bool, err error) {
+	const (
+		temporalityVar = "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE"
+		aggregationVar = "OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION"
+	)
+	switch v := get(temporalityVar); strings.ToLower(v) {
+	case "", "cumulative":
+	case "delta", "lowmemory": // stoke's metrics are histograms and a counter: delta in both
+		delta = true
+	default:
+		return false, fmt.Errorf("%s=%q: want cumulative, delta or lowmemory", temporalityVar, v)
+	}
+	switch v := get(aggregationVar); strings.ToLower(v) {
+	case "", "explicit_bucket_histogram":
+	case "base2_exponential_bucket_histogram":
+		unsupported(aggregationVar, "stoke sends explicit bucket histograms only")
+	default:
+		return false, fmt.Errorf("%s=%q: want explicit_bucket_histogram or base2_exponential_bucket_histogram", aggregationVar, v)
+	}
+	return delta, nil
 }
 
 // signalVar returns the signal's own variable if set, else the general one.

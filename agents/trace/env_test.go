@@ -57,6 +57,14 @@ func TestConfigFromEnv(t *testing.T) {
 		{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL wins", map[string]string{
 			"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://c/v1/traces", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf",
 		}, Config{Traces: otlp("http://c/v1/traces")}, ""},
+		{"OTEL_EXPORTER_OTLP_COMPRESSION", map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://c/v1/traces", "OTEL_EXPORTER_OTLP_COMPRESSION": "gzip"},
+			Config{Traces: Exporter{Endpoint: "http://c/v1/traces", Protocol: ProtocolHTTPProtobuf, Compression: CompressionGzip}}, ""},
+		{"OTEL_EXPORTER_OTLP_TRACES_COMPRESSION wins", map[string]string{
+			"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://c/v1/traces", "OTEL_EXPORTER_OTLP_COMPRESSION": "gzip", "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION": "none",
+		}, Config{Traces: otlp("http://c/v1/traces")}, ""},
+		{"OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE", map[string]string{
+			"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": "http://m/v1/metrics", "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE": "delta",
+		}, Config{Metrics: otlp("http://m/v1/metrics"), DeltaMetrics: true}, ""},
 		{"grpc is refused", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://localhost:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"},
 			Config{}, `OTEL_EXPORTER_OTLP_PROTOCOL="grpc" is not supported: stoke exports OTLP over http/protobuf or http/json`},
 		{"OTEL_TRACES_EXPORTER=none", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c", "OTEL_TRACES_EXPORTER": "none"},
@@ -79,21 +87,32 @@ func TestConfigFromEnv(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := ConfigFromEnv(envOf(tt.env), console)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("ConfigFromEnv error = %v, want %q", err, tt.wantErr)
-				}
+			got, ok := configFromEnv(t, tt.env, console, tt.wantErr)
+			if !ok {
 				return
-			}
-			if err != nil {
-				t.Fatalf("ConfigFromEnv: %v", err)
 			}
 			if diff := cmp.Diff(tt.want, got, cmpopts.IgnoreFields(Config{}, "Prices"), cmp.Comparer(func(a, b io.Writer) bool { return a == b })); diff != "" {
 				t.Errorf("ConfigFromEnv (-want +got):\n%s", diff)
 			}
 		})
 	}
+}
+
+// configFromEnv runs ConfigFromEnv on env. With wantErr, it fails t unless the error
+// holds wantErr, and returns false; without, it fails t on any error.
+func configFromEnv(t *testing.T, env map[string]string, console io.Writer, wantErr string) (Config, bool) {
+	t.Helper()
+	cfg, err := ConfigFromEnv(envOf(env), console)
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("ConfigFromEnv error = %v, want %q", err, wantErr)
+		}
+		return Config{}, false
+	}
+	if err != nil {
+		t.Fatalf("ConfigFromEnv: %v", err)
+	}
+	return cfg, true
 }
 
 // TestTimeoutBoundsExport: OTEL_EXPORTER_OTLP_TIMEOUT reaches the exporter and bounds an

@@ -55,6 +55,7 @@ type metricsProcessor struct {
 	report func(error)
 	start  time.Time
 	scope  string // the scope version
+	delta  bool   // delta temporality (Config.DeltaMetrics)
 
 	mu       sync.Mutex
 	res      *resource.Resource
@@ -91,9 +92,9 @@ type counter struct {
 	value float64
 }
 
-func newMetricsProcessor(prices price.Table, sinks []metricSink, report func(error), version string) *metricsProcessor {
+func newMetricsProcessor(prices price.Table, sinks []metricSink, report func(error), version string, delta bool) *metricsProcessor {
 	return &metricsProcessor{
-		prices: prices, sinks: sinks, report: report, start: time.Now(), scope: version,
+		prices: prices, sinks: sinks, report: report, start: time.Now(), scope: version, delta: delta,
 		tokens:   map[attribute.Distinct]*histogram{},
 		duration: map[attribute.Distinct]*histogram{},
 		cost:     map[attribute.Distinct]*counter{},
@@ -196,6 +197,7 @@ type metricsRequest struct {
 	res          *resource.Resource
 	scopeVersion string
 	start, now   uint64
+	temporality  int // temporalityCumulative or temporalityDelta
 	tokens       []*histogram
 	duration     []*histogram
 	cost         []*counter
@@ -209,7 +211,10 @@ func (p *metricsProcessor) request(now time.Time) *metricsRequest {
 	byKey := func(a, b attribute.Set) int {
 		return stringsCompare(a.Encoded(attribute.DefaultEncoder()), b.Encoded(attribute.DefaultEncoder()))
 	}
-	req := &metricsRequest{res: p.res, scopeVersion: p.scope, start: protoTime(p.start.UnixNano()), now: protoTime(now.UnixNano())}
+	req := &metricsRequest{res: p.res, scopeVersion: p.scope, start: protoTime(p.start.UnixNano()), now: protoTime(now.UnixNano()), temporality: temporalityCumulative}
+	if p.delta {
+		req.temporality = temporalityDelta // one export covers the whole run: the same values
+	}
 	for _, h := range p.tokens {
 		req.tokens = append(req.tokens, h)
 	}
@@ -235,7 +240,11 @@ func stringsCompare(a, b string) int {
 	return 0
 }
 
-const temporalityCumulative = 2
+// AggregationTemporality values of OTLP.
+const (
+	temporalityDelta      = 1
+	temporalityCumulative = 2
+)
 
 // The OTLP JSON encoding of an ExportMetricsServiceRequest.
 type (
@@ -296,7 +305,7 @@ const (
 func (r *metricsRequest) json() ([]byte, error) {
 	u := func(v uint64) string { return strconv.FormatUint(v, 10) }
 	hist := func(hs []*histogram) *otlpHistogram {
-		out := &otlpHistogram{AggregationTemporality: temporalityCumulative}
+		out := &otlpHistogram{AggregationTemporality: r.temporality}
 		for _, h := range hs {
 			counts := make([]string, len(h.counts))
 			for i, c := range h.counts {
@@ -312,7 +321,7 @@ func (r *metricsRequest) json() ([]byte, error) {
 	metrics := []otlpMetric{{Name: MetricOperationDuration, Description: descDuration, Unit: "s", Histogram: hist(r.duration)}}
 	if len(r.tokens) > 0 {
 		metrics = append(metrics, otlpMetric{Name: MetricTokenUsage, Description: descTokens, Unit: "{token}", Histogram: hist(r.tokens)})
-		sum := &otlpSum{AggregationTemporality: temporalityCumulative, IsMonotonic: true}
+		sum := &otlpSum{AggregationTemporality: r.temporality, IsMonotonic: true}
 		for _, c := range r.cost {
 			sum.DataPoints = append(sum.DataPoints, otlpNumberPoint{
 				Attributes: encodeAttrs(c.attrs.ToSlice()), StartTimeUnixNano: u(r.start), TimeUnixNano: u(r.now), AsDouble: c.value,
@@ -354,7 +363,7 @@ func (r *metricsRequest) proto() []byte {
 					*dp = appendDouble(*dp, h.max)
 				})
 			}
-			hb.uvarint(2, temporalityCumulative)
+			hb.uvarint(2, uint64(r.temporality))
 		})
 	}
 	var out pb
@@ -392,7 +401,7 @@ func (r *metricsRequest) proto() []byte {
 								protoAttrs(dp, 7, c.attrs.ToSlice())
 							})
 						}
-						s.uvarint(2, temporalityCumulative)
+						s.uvarint(2, uint64(r.temporality))
 						s.uvarint(3, 1)
 					})
 				})

@@ -2,11 +2,14 @@ package trace
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -22,6 +25,9 @@ const (
 	ProtocolHTTPProtobuf = "http/protobuf"
 	ProtocolHTTPJSON     = "http/json"
 )
+
+// CompressionGzip is the one compression of OTEL_EXPORTER_OTLP_COMPRESSION.
+const CompressionGzip = "gzip"
 
 // DefaultTimeout bounds one export, retries included, unless OTEL_EXPORTER_OTLP_TIMEOUT
 // says otherwise.
@@ -46,6 +52,7 @@ var errExporterStopped = errors.New("OTLP exporter is shut down")
 type otlpClient struct {
 	url       string
 	protobuf  bool
+	gzip      bool        // bodies are gzip-compressed (Exporter.Compression)
 	header    http.Header // sent with every request (Config.Headers)
 	transport *http.Transport
 	client    *http.Client
@@ -54,20 +61,24 @@ type otlpClient struct {
 	abort     context.Context
 }
 
-// newOTLPClient returns a client that POSTs to endpointURL, a full URL whose path is used
-// as is, with headers added to each request. It connects at the first send. abort ends
-// every send under way and refuses later ones once it is done (nil: never).
-func newOTLPClient(endpointURL, protocol string, headers map[string]string, timeout time.Duration, abort context.Context) *otlpClient {
+// newOTLPClient returns a client that POSTs to e.Endpoint, a full URL whose path is used
+// as is, as e says (protocol, headers, compression, TLS, timeout). It connects at the
+// first send. abort ends every send under way and refuses later ones once it is done
+// (nil: never).
+func newOTLPClient(e Exporter, abort context.Context) *otlpClient {
 	var transport *http.Transport
 	if t, ok := http.DefaultTransport.(*http.Transport); ok {
 		transport = t.Clone() // proxy from the environment, dial and TLS timeouts
 	} else {
 		transport = &http.Transport{Proxy: http.ProxyFromEnvironment}
 	}
-	protobuf := protocol != ProtocolHTTPJSON
-	header := make(http.Header, len(headers)+2)
+	if e.TLS != nil {
+		transport.TLSClientConfig = e.TLS.Clone()
+	}
+	protobuf := e.Protocol != ProtocolHTTPJSON
+	header := make(http.Header, len(e.Headers)+3)
 	header.Set("User-Agent", "stoke-otlp")
-	for k, v := range headers {
+	for k, v := range e.Headers {
 		header.Set(k, v)
 	}
 	if protobuf {
@@ -75,6 +86,11 @@ func newOTLPClient(endpointURL, protocol string, headers map[string]string, time
 	} else {
 		header.Set("Content-Type", "application/json")
 	}
+	compress := e.Compression == CompressionGzip
+	if compress {
+		header.Set("Content-Encoding", "gzip")
+	}
+	timeout := e.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
@@ -82,8 +98,9 @@ func newOTLPClient(endpointURL, protocol string, headers map[string]string, time
 		abort = context.Background()
 	}
 	return &otlpClient{
-		url:       endpointURL,
+		url:       e.Endpoint,
 		protobuf:  protobuf,
+		gzip:      compress,
 		header:    header,
 		transport: transport,
 		client:    &http.Client{Transport: transport},
@@ -128,6 +145,12 @@ func (c *otlpClient) send(ctx context.Context, body []byte, what string) error {
 	if c.abort.Err() != nil {
 		return errExporterStopped
 	}
+	if c.gzip {
+		var err error
+		if body, err = gzipped(body); err != nil {
+			return fmt.Errorf("OTLP export: %w", err)
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	stop := context.AfterFunc(c.abort, cancel)
@@ -156,6 +179,19 @@ func (c *otlpClient) send(ctx context.Context, body []byte, what string) error {
 	}
 }
 
+// gzipped compresses body.
+func gzipped(body []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if _, err := zw.Write(body); err != nil {
+		return nil, fmt.Errorf("gzip: %w", err)
+	}
+	if err := zw.Close(); err != nil {
+		return nil, fmt.Errorf("gzip: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
 // post sends body once. On failure it also says whether to retry: after the returned
 // delay (0 for the client's own backoff), or never when negative.
 func (c *otlpClient) post(ctx context.Context, body []byte, what string) (time.Duration, error) {
@@ -166,7 +202,7 @@ func (c *otlpClient) post(ctx context.Context, body []byte, what string) (time.D
 	req.Header = c.header.Clone()
 	resp, err := c.client.Do(req)
 	if err != nil {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || tlsFailure(err) {
 			return -1, fmt.Errorf("OTLP export: %w", err)
 		}
 		return 0, fmt.Errorf("OTLP export: %w", err)
@@ -184,6 +220,19 @@ func (c *otlpClient) post(ctx context.Context, body []byte, what string) (time.D
 		return retryAfter(resp.Header.Get("Retry-After")), err
 	}
 	return -1, err
+}
+
+// tlsFailure reports whether err is a TLS failure that trying again cannot mend: a
+// certificate that does not verify, an alert from the server (a client certificate it
+// wants or refuses: crypto/tls reports a received alert as a net.OpError whose Op is
+// "remote error"), or an endpoint that does not speak TLS.
+func tlsFailure(err error) bool {
+	var (
+		verify *tls.CertificateVerificationError
+		record tls.RecordHeaderError
+		op     *net.OpError
+	)
+	return errors.As(err, &verify) || errors.As(err, &record) || errors.As(err, &op) && op.Op == "remote error"
 }
 
 // partialSuccess returns an error when a successful answer says that items were

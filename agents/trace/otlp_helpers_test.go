@@ -1,7 +1,9 @@
 package trace
 
 import (
+	"crypto/tls"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -32,8 +34,19 @@ type otlpRequest struct {
 
 func newCollector(t *testing.T, statuses ...int) *otlpCollector {
 	t.Helper()
+	return startCollector(t, nil, statuses...)
+}
+
+// newTLSCollector is a collector over https with the given server configuration.
+func newTLSCollector(t *testing.T, cfg *tls.Config) *otlpCollector {
+	t.Helper()
+	return startCollector(t, cfg)
+}
+
+func startCollector(t *testing.T, tlsCfg *tls.Config, statuses ...int) *otlpCollector {
+	t.Helper()
 	c := &otlpCollector{statuses: statuses, replyCT: "application/json"}
-	c.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	c.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		c.mu.Lock()
 		c.reqs = append(c.reqs, otlpRequest{r.Method, r.URL.Path, r.Header.Clone(), body})
@@ -47,6 +60,13 @@ func newCollector(t *testing.T, statuses ...int) *otlpCollector {
 		w.WriteHeader(status)
 		_, _ = io.WriteString(w, reply)
 	}))
+	c.srv.Config.ErrorLog = log.New(io.Discard, "", 0) // refused handshakes are what some tests want
+	if tlsCfg != nil {
+		c.srv.TLS = tlsCfg
+		c.srv.StartTLS()
+	} else {
+		c.srv.Start()
+	}
 	t.Cleanup(c.srv.Close)
 	return c
 }

@@ -348,7 +348,7 @@ func newTestExporter(t *testing.T, url string) (*otlpExporter, func() error) {
 		mu   sync.Mutex
 		last error
 	)
-	client := newOTLPClient(url, ProtocolHTTPJSON, nil, 0, nil)
+	client := newOTLPClient(Exporter{Endpoint: url, Protocol: ProtocolHTTPJSON}, nil)
 	client.backoff = time.Millisecond
 	exp := newOTLPExporter(client, func(err error) {
 		mu.Lock()

@@ -107,6 +107,10 @@ type TurnInfo struct {
 	// when ctx does not carry it: a background turn runs under the registry's context,
 	// not the caller's. Capture it with SpanContextFrom(ctx) where the turn is requested.
 	Caller SpanContext
+	// Parent, when valid, is the span the turn hangs under: the run's root (StartRun),
+	// or the foreground task call that runs it. Invalid, the turn is the root of a trace
+	// of its own, linked to the span in ctx and to Caller.
+	Parent SpanContext
 }
 
 // turnKey is the context key of the turn a model call belongs to.
@@ -140,16 +144,22 @@ func endpointOf(tracer Tracer) *modelEndpoint {
 	return &modelEndpoint{}
 }
 
-// StartTurn starts the root span of one agent turn: a new trace, linked to the span in
-// ctx (if any) and to info.Caller (if valid and different). The returned context carries
-// the span; pass it to the turn's model and tool calls. End the span with EndTurn.
+// StartTurn starts the span of one agent turn: a child of info.Parent when it is valid,
+// linked to info.Caller unless that is the parent; else the root of a new trace, linked
+// to the span in ctx (if any) and to info.Caller (if valid and not that span). The
+// returned context carries the span; pass it to the turn's model and tool calls. End it
+// with EndTurn.
 func StartTurn(ctx context.Context, tracer Tracer, info TurnInfo) (context.Context, Span) {
 	if !enabled(tracer) {
 		return ctx, disabled()
 	}
 	var links []oteltrace.Link
 	inCtx := oteltrace.SpanContextFromContext(ctx)
-	if inCtx.IsValid() {
+	if info.Parent.IsValid() {
+		// The span in ctx is not this turn's business: for a background turn it is the
+		// registry's (none, or the pipeline's TRACEPARENT), an ancestor already.
+		inCtx = info.Parent
+	} else if inCtx.IsValid() {
 		links = append(links, oteltrace.Link{SpanContext: inCtx})
 	}
 	if info.Caller.IsValid() && !info.Caller.Equal(inCtx) {
@@ -183,11 +193,17 @@ func StartTurn(ctx context.Context, tracer Tracer, info TurnInfo) (context.Conte
 		attrs = append(attrs, AttrContinuation.String(info.Continuation))
 	}
 	ctx = context.WithValue(ctx, turnKey{}, turnValue{sessionID: info.SessionID})
-	return tracer.Start(ctx, OpInvokeAgent+" "+info.Agent,
-		oteltrace.WithNewRoot(),
+	opts := []oteltrace.SpanStartOption{
 		oteltrace.WithLinks(links...),
 		oteltrace.WithSpanKind(oteltrace.SpanKindInternal),
-		oteltrace.WithAttributes(attrs...))
+		oteltrace.WithAttributes(attrs...),
+	}
+	if info.Parent.IsValid() {
+		ctx = oteltrace.ContextWithSpanContext(ctx, info.Parent)
+	} else {
+		opts = append(opts, oteltrace.WithNewRoot())
+	}
+	return tracer.Start(ctx, OpInvokeAgent+" "+info.Agent, opts...)
 }
 
 // EndTurn records how the turn ended — reason, the turn reason as the agent runtime

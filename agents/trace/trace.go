@@ -7,13 +7,15 @@
 // Tracer is passed to the span helpers (StartTurn, StartModelCall, StartToolCall)
 // explicitly, and a nil Tracer is the same as tracing off.
 //
-// Each agent turn is its own trace (a new root span), linked to the span that asked for
-// it, so that a long-lived background agent's turns stay small, separate traces that a
-// backend can still follow from the parent's task or send_message call.
+// An agent turn given no TurnInfo.Parent is its own trace (a new root span), linked to
+// the span that asked for it. For one trace per run, StartRun starts the run's root (under
+// the pipeline's TRACEPARENT, ContextFromEnv) and each turn names its parent: the root,
+// or the foreground task call that runs it.
 package trace
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -64,13 +66,18 @@ const FlushTimeout = time.Second
 // sends nothing.
 type Exporter struct {
 	// Endpoint is the full URL requests are POSTed to over OTLP/HTTP, e.g.
-	// http://localhost:4318/v1/traces. Requests are not compressed, and https uses the
-	// system's roots.
+	// http://localhost:4318/v1/traces.
 	Endpoint string
 	// Protocol is ProtocolHTTPProtobuf (the default) or ProtocolHTTPJSON.
 	Protocol string
 	// Headers are added to every request, e.g. an API key.
 	Headers map[string]string
+	// Compression is CompressionGzip, or empty for none.
+	Compression string
+	// TLS configures an https endpoint's connections: the roots its certificate chain
+	// must end in and a client certificate. nil: the system's roots, no client
+	// certificate.
+	TLS *tls.Config
 	// Timeout bounds one export, retries included (DefaultTimeout when 0); Shutdown's
 	// flush is bounded by FlushTimeout whatever this says.
 	Timeout time.Duration
@@ -98,6 +105,13 @@ type Config struct {
 	// ServerURL is the model service's base URL, for server.address and server.port.
 	Provider  string
 	ServerURL string
+	// DeltaMetrics sends the metrics with delta temporality instead of cumulative. A run
+	// exports them once, at its end, so the values are the same; the backend decides
+	// which it wants (OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE).
+	DeltaMetrics bool
+	// Unsupported lists the OTEL_* variables ConfigFromEnv found set that stoke does not
+	// act on; the caller logs one warning line for each.
+	Unsupported []Unsupported
 	// CaptureContent records prompts and completions on the chat spans
 	// (gen_ai.input.messages, gen_ai.output.messages, gen_ai.system_instructions).
 	CaptureContent bool
@@ -227,16 +241,16 @@ func Setup(ctx context.Context, cfg Config) (*Tracing, error) {
 		exporters = append(exporters, &linesExporter{w: cfg.Traces.Console, report: t.warned.report})
 	}
 	if e := cfg.Traces; e.Endpoint != "" {
-		exporters = append(exporters, newOTLPExporter(newOTLPClient(e.Endpoint, e.Protocol, e.Headers, e.Timeout, abortCtx), t.warned.report))
+		exporters = append(exporters, newOTLPExporter(newOTLPClient(e, abortCtx), t.warned.report))
 	}
 	if e := cfg.Metrics; e.Console != nil {
 		sinks = append(sinks, linesMetricSink{lines: &linesExporter{w: e.Console}})
 	}
 	if e := cfg.Metrics; e.Endpoint != "" {
-		sinks = append(sinks, otlpMetricSink{client: newOTLPClient(e.Endpoint, e.Protocol, e.Headers, e.Timeout, abortCtx)})
+		sinks = append(sinks, otlpMetricSink{client: newOTLPClient(e, abortCtx)})
 	}
 	if len(sinks) > 0 {
-		t.processors = append(t.processors, newMetricsProcessor(cfg.Prices, sinks, t.warned.report, cfg.ServiceVersion))
+		t.processors = append(t.processors, newMetricsProcessor(cfg.Prices, sinks, t.warned.report, cfg.ServiceVersion, cfg.DeltaMetrics))
 	}
 	for _, exp := range exporters {
 		t.exporting.Add(1)
