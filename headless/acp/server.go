@@ -66,7 +66,10 @@ func Serve(ctx context.Context, cfg Config) error {
 	srv := &server{cfg: cfg, sessions: map[sdk.SessionId]*session{}, ready: make(chan struct{})}
 	srv.ctx, srv.stop = context.WithCancelCause(ctx)
 	defer srv.stop(nil)
-	srv.conn = sdk.NewAgentSideConnection(srv, cfg.Out, cfg.In) // its reader calls srv's methods at once
+	// The connection's reader starts at once, and logs what it reads with the logger set
+	// next: it reads nothing until the logger is in place (gatedReader), so the two do
+	// not race.
+	srv.conn = sdk.NewAgentSideConnection(srv, cfg.Out, gatedReader{r: cfg.In, open: srv.ready})
 	srv.conn.SetLogger(cfg.Logger)
 	close(srv.ready)
 	select {
@@ -412,4 +415,15 @@ func (srv *server) endAll() {
 		})
 	}
 	wg.Wait()
+}
+
+// gatedReader reads from r once open is closed.
+type gatedReader struct {
+	r    io.Reader
+	open <-chan struct{}
+}
+
+func (g gatedReader) Read(p []byte) (int, error) {
+	<-g.open
+	return g.r.Read(p)
 }
