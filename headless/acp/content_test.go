@@ -7,6 +7,7 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 
+	"github.com/stoke-cli/stoke/agents"
 	"github.com/stoke-cli/stoke/agents/llm"
 	"github.com/stoke-cli/stoke/streamjson"
 )
@@ -99,3 +100,36 @@ func TestStopReason(t *testing.T) {
 		})
 	}
 }
+
+// An agent's turn call is completed once, whichever comes first: TurnSettled (the
+// notification waits for the parent) or the task_notification event (the parent read it
+// at once, in the turn running).
+func TestAgentTurnSettlesInEitherOrder(t *testing.T) {
+	for _, eventFirst := range []bool{true, false} {
+		c := newTestClient()
+		u := newUpdates(liveClient{c}, "s", "/", nil)
+		e := &streamjson.TaskNotification{TaskID: "a1", Turn: 2, Status: streamjson.StatusCompleted, Summary: "NONCE-1"}
+		info := agents.TurnInfo{TaskID: "a1", Turn: 2}
+		if eventFirst {
+			u.Event(e)
+			u.TurnSettled(info, agents.Row{})
+		} else {
+			u.TurnSettled(info, agents.Row{})
+			u.Event(e)
+		}
+		var done []string
+		for _, up := range c.updates["s"] {
+			if x := up.ToolCallUpdate; x != nil && x.ToolCallId == "a1-turn-2" && x.Status != nil && *x.Status == sdk.ToolCallStatusCompleted {
+				done = append(done, x.Content[0].Content.Content.Text.Text)
+			}
+		}
+		if len(done) != 1 || done[0] != "NONCE-1" {
+			t.Errorf("event first %v: completions %q, want one saying NONCE-1", eventFirst, done)
+		}
+	}
+}
+
+// liveClient is a testClient that never goes.
+type liveClient struct{ *testClient }
+
+func (liveClient) Done() <-chan struct{} { return nil }

@@ -48,11 +48,15 @@ type updates struct {
 	// settling are the task_notification events of the turns not yet settled, by turn
 	// call: each is sent once its notification waits for the parent (TurnSettled).
 	settling map[sdk.ToolCallId]*streamjson.TaskNotification
+	// settled are the turns TurnSettled saw before their task_notification event (a
+	// notification the parent read at once, in the turn running): the event completes
+	// the call as it comes.
+	settled map[sdk.ToolCallId]bool
 }
 
 func newUpdates(conn client, id sdk.SessionId, cwd string, finished func(*streamjson.Result)) *updates {
 	return &updates{conn: conn, id: id, cwd: cwd, finished: finished, calls: map[string]llm.Block{},
-		settling: map[sdk.ToolCallId]*streamjson.TaskNotification{}}
+		settling: map[sdk.ToolCallId]*streamjson.TaskNotification{}, settled: map[sdk.ToolCallId]bool{}}
 }
 
 // send sends one update; once the client has gone, nothing is written (the sessions
@@ -80,9 +84,18 @@ func (u *updates) Event(ev streamjson.Event) {
 	case *streamjson.TaskStarted:
 		u.agentTurn(e)
 	case *streamjson.TaskNotification:
+		id := agentTurnID(e.TaskID, e.Turn)
 		u.mu.Lock()
-		u.settling[agentTurnID(e.TaskID, e.Turn)] = e
+		early := u.settled[id]
+		if early {
+			delete(u.settled, id)
+		} else {
+			u.settling[id] = e
+		}
 		u.mu.Unlock()
+		if early {
+			u.agentSettled(e)
+		}
 	case *streamjson.Result:
 		u.finished(e)
 	}
@@ -190,12 +203,16 @@ func (u *updates) TurnStarted(context.Context, agents.TurnInfo) string { return 
 func (u *updates) TurnStopping(context.Context, agents.TurnInfo, string, bool) string { return "" }
 
 // TurnSettled implements agents.Lifecycle: the turn's notification waits for the parent
-// (a prompt sent from now on reads it first), so the turn's call is completed now.
+// (a prompt sent from now on reads it first), so the turn's call is completed now, or,
+// when its task_notification event has not come yet, as it comes.
 func (u *updates) TurnSettled(t agents.TurnInfo, _ agents.Row) {
 	id := agentTurnID(string(t.TaskID), t.Turn)
 	u.mu.Lock()
 	e := u.settling[id]
 	delete(u.settling, id)
+	if e == nil {
+		u.settled[id] = true // the event comes next, and completes the call
+	}
 	u.mu.Unlock()
 	if e != nil {
 		u.agentSettled(e)
