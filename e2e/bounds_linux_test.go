@@ -28,7 +28,7 @@ func runMeasured(t *testing.T, dir string, env []string, args ...string) (stdout
 	t.Helper()
 	cmd := exec.Command(filepath.Join(h.binDir, "stoke"+exeSuffix()), args...)
 	cmd.Dir = dir
-	cmd.Env = append(slices.Clip(append(os.Environ(), "GOCOVERDIR="+h.coverDir, "STOKE_HOME="+filepath.Join(dir, ".stoke"))), env...)
+	cmd.Env = append(slices.Clip(append(os.Environ(), "GOCOVERDIR="+h.coverDir, "STOKE_HOME="+filepath.Join(t.TempDir(), ".stoke"))), env...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()

@@ -25,7 +25,7 @@ import (
 func TestKilledExportLeavesNoDebris(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	home := filepath.Join(dir, "home")
+	home := filepath.Join(t.TempDir(), "home") // STOKE_HOME lies outside the working directory, as stoke requires
 	out := filepath.Join(dir, "out")
 	if err := os.Mkdir(out, 0o755); err != nil {
 		t.Fatal(err)

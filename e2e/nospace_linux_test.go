@@ -72,7 +72,9 @@ func TestFailedWritesFailTheRun(t *testing.T) {
 	const sid = "5a1e0000-0000-4000-8000-00000000f111"
 	run := func(args ...string) (stdout, stderr string, code int) {
 		t.Helper()
-		cmd := exec.Command(filepath.Join(h.binDir, "stoke"), append(args, "--scenario", scenario, "--output-format", "stream-json", "--approval-mode", "yolo")...)
+		// --sandbox off: the filler's shell stands for whatever else fills the disk; the
+		// sandbox would refuse its write in STOKE_HOME (and the holder would hold forever).
+		cmd := exec.Command(filepath.Join(h.binDir, "stoke"), append(args, "--scenario", scenario, "--output-format", "stream-json", "--approval-mode", "yolo", "--sandbox", "off")...)
 		cmd.Dir = cwd
 		cmd.Env = append(slices.Clip(os.Environ()), "GOCOVERDIR="+h.coverDir, "STOKE_HOME="+home)
 		var out, errOut bytes.Buffer
@@ -140,7 +142,7 @@ func TestUnwritableHomeAtStart(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			home := mountTmpfs(t, filepath.Join(dir, "home"), c.opts)
+			home := mountTmpfs(t, filepath.Join(t.TempDir(), "home"), c.opts) // outside the working directory, as stoke requires
 			if c.fill {
 				fillUp(t, filepath.Join(home, "fill"))
 			}
@@ -266,7 +268,9 @@ rules:
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(filepath.Join(h.binDir, "stoke"), "-p", "Block it", "--session-id", sid, "--scenario", scenario, "--output-format", "stream-json", "--approval-mode", "yolo")
+	// --sandbox off: the parent's shell stands for another process breaking session.json;
+	// the sandbox would refuse its writes in STOKE_HOME.
+	cmd := exec.Command(filepath.Join(h.binDir, "stoke"), "-p", "Block it", "--session-id", sid, "--scenario", scenario, "--output-format", "stream-json", "--approval-mode", "yolo", "--sandbox", "off")
 	cmd.Dir = cwd
 	cmd.Env = append(slices.Clip(os.Environ()), "GOCOVERDIR="+h.coverDir, "STOKE_HOME="+home)
 	var out, errOut bytes.Buffer

@@ -123,7 +123,7 @@ func TestRunIsOneTrace(t *testing.T) {
 	col := &collector{}
 	srv := httptest.NewServer(col)
 	defer srv.Close()
-	dir := t.TempDir()
+	dir, home := t.TempDir(), t.TempDir() // STOKE_HOME outside the working directory, as stoke requires
 	scenario := filepath.Join(dir, "one-trace.yaml")
 	if err := os.WriteFile(scenario, []byte(oneTraceScenario), 0o644); err != nil {
 		t.Fatal(err)
@@ -134,7 +134,7 @@ func TestRunIsOneTrace(t *testing.T) {
 		cmd := exec.Command(filepath.Join(h.binDir, "stoke"+exeSuffix()), append(args, "--scenario", scenario, "--output-format", "json")...)
 		cmd.Dir = dir
 		cmd.Env = append(hostEnvWithout("OTEL_", "STOKE_", "OPENAI_", "ANTHROPIC_", "TRACEPARENT", "TRACESTATE"),
-			append(env, "GOCOVERDIR="+h.coverDir, "HOME="+filepath.Join(dir, "home"), "STOKE_HOME="+filepath.Join(dir, "stoke-home"),
+			append(env, "GOCOVERDIR="+h.coverDir, "HOME="+filepath.Join(dir, "home"), "STOKE_HOME="+filepath.Join(home, "stoke-home"),
 				"OTEL_EXPORTER_OTLP_ENDPOINT="+srv.URL)...)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr

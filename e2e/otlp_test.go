@@ -61,7 +61,7 @@ func TestOTLPPrivateCollector(t *testing.T) {
 		"--scenario", filepath.Join(h.scenarios, "nonce-memory.yaml"), "--output-format", "json")
 	cmd.Dir = dir
 	cmd.Env = append(hostEnvWithout("OTEL_", "STOKE_", "OPENAI_", "ANTHROPIC_"),
-		"GOCOVERDIR="+h.coverDir, "HOME="+filepath.Join(dir, "home"), "STOKE_HOME="+filepath.Join(dir, "stoke-home"),
+		"GOCOVERDIR="+h.coverDir, "HOME="+filepath.Join(dir, "home"), "STOKE_HOME="+filepath.Join(t.TempDir(), "stoke-home"),
 		"OTEL_EXPORTER_OTLP_ENDPOINT="+col.URL,
 		"OTEL_EXPORTER_OTLP_CERTIFICATE="+ca.CertFile(t),
 		"OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE="+certFile,

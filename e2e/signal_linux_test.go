@@ -27,7 +27,7 @@ import (
 func TestSIGTERMDuringLoad(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	home := filepath.Join(dir, "home")
+	home := filepath.Join(t.TempDir(), "home") // STOKE_HOME lies outside the working directory, as stoke requires
 	scenario := filepath.Join(dir, "s.yaml")
 	if err := os.WriteFile(scenario, []byte("rules:\n  - agent: parent\n    reply: {text: \"hi\"}\n"), 0o600); err != nil {
 		t.Fatal(err)
