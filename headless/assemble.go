@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/stoke-cli/stoke/agents"
@@ -45,8 +45,12 @@ type Parts struct {
 	// reminder is added once to the next ordinary user prompt after a restore, with the
 	// notifications the parent had not read before the previous run ended.
 	reminder []llm.Block
-	// init is the system/init the session announced (reannounce copies it); set once.
-	init atomic.Pointer[streamjson.Init]
+	// announcing orders announce and reannounce: init is the system/init the session
+	// announced (reannounce copies it), set once; pendingModel is a model the SDK host
+	// set before it was (announce names it next, in a system message of its own).
+	announcing   sync.Mutex
+	init         *streamjson.Init
+	pendingModel string
 	// faults ends the session at the first write of its state that fails; unbind
 	// releases the context Assemble bound to it.
 	faults *stateFaults
@@ -337,19 +341,33 @@ func (p *Parts) announce() {
 		init.Sandbox = &streamjson.SandboxStatus{Mode: string(st.Mode), Enforced: st.Enforced, Reason: st.Reason}
 	}
 	announced := *init
-	p.init.Store(&announced)
+	p.announcing.Lock()
+	defer p.announcing.Unlock()
+	p.init = &announced
 	p.events.emit(init)
+	if m := p.pendingModel; m != "" {
+		p.emitModel(m)
+	}
 }
 
 // reannounce emits system/init again with model as the parent's: the SDK host changed
 // it (set_model), and a system message names the model from here on. Safe for
-// concurrent use once announce has run.
+// concurrent use; a set_model that comes before the first system/init is named right
+// after it.
 func (p *Parts) reannounce(model string) {
-	first := p.init.Load()
-	if first == nil {
-		return // not announced yet (a set_model racing the start)
+	p.announcing.Lock()
+	defer p.announcing.Unlock()
+	if p.init == nil {
+		p.pendingModel = model // a set_model racing the start
+		return
 	}
-	init := *first // a copy: its own uuid, the model set
+	p.emitModel(model)
+}
+
+// emitModel emits a copy of the announced system/init with model as the parent's.
+// Call with announcing held, once init is set.
+func (p *Parts) emitModel(model string) {
+	init := *p.init // a copy: its own uuid, the model set
 	init.UUID, init.Model = "", model
 	p.events.emit(&init)
 }
