@@ -182,7 +182,7 @@ func TestMutualTLS(t *testing.T) {
 				env["OTEL_EXPORTER_OTLP_TRACES_CLIENT_CERTIFICATE"] = certFile
 				env["OTEL_EXPORTER_OTLP_CLIENT_KEY"] = keyFile
 			}
-			checkDelivery(t, col, env, withClientCert, "certificate required")
+			checkDelivery(t, col, env, withClientCert, "remote error: tls: handshake failure")
 		})
 	}
 }
