@@ -113,6 +113,15 @@ func (m Mode) AtMost(ceiling Mode) bool {
 	return m.Rank() >= 0 && m.Rank() <= max(ceiling.Rank(), 0)
 }
 
+// CappedAt is m, or ceiling where ceiling allows less ("" is no ceiling): the mode an
+// agent whose definition sets ceiling applies under a session in mode m.
+func (m Mode) CappedAt(ceiling Mode) Mode {
+	if ceiling != "" && ceiling.Rank() < m.Rank() {
+		return ceiling
+	}
+	return m
+}
+
 // Allows reports whether a call of the given kind runs without asking anyone.
 func (m Mode) Allows(k Kind) bool {
 	switch k {

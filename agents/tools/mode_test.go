@@ -136,3 +136,17 @@ func TestModeAtMost(t *testing.T) {
 		t.Errorf("ModeNames = %q", got)
 	}
 }
+
+func TestModeCappedAt(t *testing.T) {
+	for _, tt := range []struct{ m, ceiling, want Mode }{
+		{ModeYolo, "", ModeYolo},
+		{ModeYolo, ModeDefault, ModeDefault},
+		{ModeDefault, ModeYolo, ModeDefault},
+		{ModePlan, ModeAutoEdit, ModePlan},
+		{ModeAutoEdit, ModeAutoEdit, ModeAutoEdit},
+	} {
+		if got := tt.m.CappedAt(tt.ceiling); got != tt.want {
+			t.Errorf("%q.CappedAt(%q) = %q, want %q", tt.m, tt.ceiling, got, tt.want)
+		}
+	}
+}

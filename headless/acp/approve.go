@@ -133,11 +133,7 @@ type approver struct {
 // Mode is the mode the approver applies: the session's, capped by the ceiling. The tools
 // ask it whether protected paths may be written.
 func (p approver) Mode() tools.Mode {
-	mode := p.a.current()
-	if p.ceiling != "" && p.ceiling.Rank() < mode.Rank() {
-		return p.ceiling
-	}
-	return mode
+	return p.a.current().CappedAt(p.ceiling)
 }
 
 // Approve implements tools.Approver: the rules and the mode in force first, what the

@@ -99,11 +99,7 @@ type sdkApprover struct {
 // Mode is the mode the approver applies: the live mode, capped by the ceiling. The
 // workspace tools ask it whether protected paths may be written.
 func (a sdkApprover) Mode() tools.Mode {
-	mode := a.h.liveMode()
-	if a.ceiling != "" && a.ceiling.Rank() < mode.Rank() {
-		return a.ceiling
-	}
-	return mode
+	return a.h.liveMode().CappedAt(a.ceiling)
 }
 
 // Approve implements tools.Approver: the live mode first, then the disallow and allow
