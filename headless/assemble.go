@@ -340,6 +340,12 @@ func (p *Parts) announce() {
 		st := sb.Status()
 		init.Sandbox = &streamjson.SandboxStatus{Mode: string(st.Mode), Enforced: st.Enforced, Reason: st.Reason}
 	}
+	p.publish(init)
+}
+
+// publish emits init, the session's first system/init, and keeps a copy for reannounce;
+// a model the SDK host set before it is named next.
+func (p *Parts) publish(init *streamjson.Init) {
 	announced := *init
 	p.announcing.Lock()
 	defer p.announcing.Unlock()
