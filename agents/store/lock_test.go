@@ -60,7 +60,9 @@ func TestLockOneWriter(t *testing.T) {
 	if err := first.Unlock(); err != nil {
 		t.Errorf("second unlock: %v", err)
 	}
-	second, err := s.Lock(t.Context(), 0)
+	// With a wait: a child another test forks at this moment holds a copy of the
+	// descriptor, and so the lock, until it execs (flock follows the open file).
+	second, err := s.Lock(t.Context(), 10*time.Second)
 	if err != nil {
 		t.Fatalf("lock after release: %v", err)
 	}
@@ -108,7 +110,7 @@ func TestLockSharedWritesNothing(t *testing.T) {
 	}
 	_ = w.Unlock()
 	before, _ := os.ReadFile(filepath.Join(s.String(), lockFile))
-	a, err := s.LockShared(t.Context(), 0)
+	a, err := s.LockShared(t.Context(), 10*time.Second) // a forked child may hold w's copy a moment
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A session directory others may write, or a file in it that is not the user's, is
@@ -63,7 +64,8 @@ func TestUnsafeSessionRefused(t *testing.T) {
 					t.Fatalf("%s: mode %v (%v), want 0700", d, fi.Mode(), err)
 				}
 			}
-			if _, err := s.Lock(t.Context(), 0); err != nil {
+			// A wait: a child another test forks may hold a copy of l's descriptor a moment.
+			if _, err := s.Lock(t.Context(), 10*time.Second); err != nil {
 				t.Fatalf("control: a sound session is refused: %v", err)
 			}
 			tt.spoil(t, home, s)
