@@ -346,7 +346,11 @@ func LoadTranscript(ctx context.Context, path string) (*Loaded, error) {
 		return nil, fileError("read", path, err)
 	}
 	defer f.Close()
-	l, err := decodeTranscript(ctx, f)
+	var hint int
+	if fi, err := f.Stat(); err == nil {
+		hint = int(min(fi.Size()/minMessageLine, 1<<20))
+	}
+	l, err := decodeTranscript(ctx, f, hint)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("read transcript %s: %w", path, err)
@@ -359,16 +363,25 @@ func LoadTranscript(ctx context.Context, path string) (*Loaded, error) {
 // DecodeTranscript reads transcript records from r (see LoadTranscript). Its lines are
 // decoded one at a time, without reflection (decodeLine).
 func DecodeTranscript(r io.Reader) (*Loaded, error) {
-	l, err := decodeTranscript(context.Background(), r)
+	l, err := decodeTranscript(context.Background(), r, 0)
 	if err != nil {
 		return nil, fmt.Errorf("read transcript: %w", err)
 	}
 	return l, nil
 }
 
-// decodeTranscript decodes the lines of r until its end (decodeRecords).
-func decodeTranscript(ctx context.Context, r io.Reader) (*Loaded, error) {
+// minMessageLine is about the shortest line a message record takes: a file of n bytes
+// holds at most about n/minMessageLine messages.
+const minMessageLine = 128
+
+// decodeTranscript decodes the lines of r until its end (decodeRecords); the chat is
+// allocated for hint messages at first (0: none), so that a long one is not copied as
+// it grows.
+func decodeTranscript(ctx context.Context, r io.Reader, hint int) (*Loaded, error) {
 	out := &Loaded{}
+	if hint > 0 {
+		out.Messages = make([]llm.Message, 0, hint)
+	}
 	warnings, err := decodeRecords(ctx, r, out.apply)
 	if err != nil {
 		return nil, err
