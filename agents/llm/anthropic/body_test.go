@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,7 +12,8 @@ import (
 // TestBodyIsTheSDKEncoding grows a chat as the runtime does (a message of the same role
 // as the last merges into it; an empty text message is left out) and checks that every
 // request body, encoded with the chat's cache, is the SDK's encoding of the whole request
-// with its cache breakpoints, byte for byte, with "stream" first.
+// with its cache breakpoints, byte for byte, with "stream" first; the system prompt, the tools and the model change between
+// some requests.
 func TestBodyIsTheSDKEncoding(t *testing.T) {
 	t.Parallel()
 	rich := richRequest()
@@ -24,7 +26,18 @@ func TestBodyIsTheSDKEncoding(t *testing.T) {
 		llm.UserText("last"))
 	for i, m := range steps {
 		chat = store.AppendMessage(chat, m)
-		req := &llm.Request{Model: rich.Model, System: rich.System, Tools: rich.Tools, Messages: chat, Cache: &cache}
+		// The envelope changes between some requests of the chat: the cache must see it.
+		system, tools, model := rich.System, rich.Tools, rich.Model
+		switch i % 5 { // each a change of one part from the request before
+		case 1:
+			tools = slices.Clone(rich.Tools) // as many tools, in another order
+			slices.Reverse(tools)
+		case 3:
+			system = "another system prompt"
+		case 4:
+			model = "another-model"
+		}
+		req := &llm.Request{Model: model, System: system, Tools: tools, Messages: chat, Cache: &cache}
 		got, env, err := body(req, "m", DefaultMaxTokens)
 		if err != nil {
 			t.Fatal(err)
@@ -38,8 +51,8 @@ func TestBodyIsTheSDKEncoding(t *testing.T) {
 			t.Fatal(err)
 		}
 		want = append([]byte(streamFirst), want[1:]...)
-		if string(got) != string(want) || env.Model != p.Model {
-			t.Fatalf("step %d: body =\n%s\nwant\n%s", i, got, want)
+		if string(got.Bytes()) != string(want) || env.Model != p.Model {
+			t.Fatalf("step %d: body =\n%s\nwant\n%s", i, got.Bytes(), want)
 		}
 	}
 }
@@ -61,14 +74,14 @@ func TestBodyEncodesEachMessageOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(got), "from the cache") {
-		t.Fatalf("body = %s: the cached encoding of message 0 was not used", got)
+	if !strings.Contains(string(got.Bytes()), "from the cache") {
+		t.Fatalf("body = %s: the cached encoding of message 0 was not used", got.Bytes())
 	}
 	req.Messages = store.AppendMessage(chat[:1], llm.UserText("again")) // message 0 changed
 	if got, _, err = body(req, "m", DefaultMaxTokens); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(got), "from the cache") || !strings.Contains(string(got), `"again"`) {
-		t.Fatalf("body = %s: a changed message was sent from the cache", got)
+	if strings.Contains(string(got.Bytes()), "from the cache") || !strings.Contains(string(got.Bytes()), `"again"`) {
+		t.Fatalf("body = %s: a changed message was sent from the cache", got.Bytes())
 	}
 }

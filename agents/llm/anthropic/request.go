@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
@@ -173,15 +174,16 @@ func toolParam(t llm.ToolSpec) (*sdk.ToolParam, error) {
 // message no translation makes (a NUL cannot come from a chat), replaced by the messages.
 const messagesMark = "\x00stoke:messages\x00"
 
-// streamFirst opens a request body: NewStreaming sets "stream" to true in any body.
+// streamFirst opens a request body: "stream" is true in every request stoke sends.
 const streamFirst = `{"stream":true,`
 
 // body encodes req as params would have the SDK encode it, byte for byte ("stream" aside,
 // which comes first), but encodes each message once: the encoding of the messages is
 // kept in req.Cache between the requests of a chat, and only the messages that are new
-// (or changed), and the two that carry a cache breakpoint, are encoded again. It returns
-// the parameters of the request without its messages (the SDK's own bookkeeping).
-func body(req *llm.Request, model string, maxTokens int64) ([]byte, sdk.MessageNewParams, error) {
+// (or changed), and the two that carry a cache breakpoint, are encoded again. The body's
+// history is the cache's own bytes, not a copy. It returns the parameters of the request
+// without its messages (the SDK's own bookkeeping).
+func body(req *llm.Request, model string, maxTokens int64) (*llm.RequestBody, sdk.MessageNewParams, error) {
 	if len(req.Messages) == 0 {
 		p, err := params(req, model, maxTokens)
 		if err != nil {
@@ -191,93 +193,136 @@ func body(req *llm.Request, model string, maxTokens int64) ([]byte, sdk.MessageN
 		if err != nil {
 			return nil, p, fmt.Errorf("encode request: %w", err)
 		}
-		return data, p, nil
+		return llm.NewRequestBody([]byte(streamFirst), data[1:]), p, nil
 	}
-	env, err := params(&llm.Request{Model: req.Model, System: req.System, Tools: req.Tools}, model, maxTokens)
+	key := envelopeKey{model: model, reqModel: req.Model, system: req.System, maxTokens: maxTokens, nTools: len(req.Tools)}
+	if len(req.Tools) > 0 {
+		key.tools = &req.Tools[0]
+	}
+	e, err := llm.CachedEnvelope(req.Cache, key, func() (envelope, error) { return newEnvelope(req, model, maxTokens) })
+	if err != nil {
+		return nil, e.params, err
+	}
+	env := e.params
+	msgs, err := encodeMessages(req, string(env.Model))
 	if err != nil {
 		return nil, env, err
+	}
+	return llm.NewJSONBody(e.head, msgs, e.tail), env, nil
+}
+
+// envelopeKey is what a request's envelope depends on: the tool list by its identity (a
+// chat's requests share their tool set's list).
+type envelopeKey struct {
+	model, reqModel, system string
+	maxTokens               int64
+	tools                   *llm.ToolSpec
+	nTools                  int
+}
+
+// envelope is a request body without its messages: the bytes before them and after them,
+// and the parameters of the request without messages.
+type envelope struct {
+	head, tail []byte
+	params     sdk.MessageNewParams
+}
+
+// newEnvelope encodes the envelope of req, as the SDK would encode the request.
+func newEnvelope(req *llm.Request, model string, maxTokens int64) (envelope, error) {
+	env, err := params(&llm.Request{Model: req.Model, System: req.System, Tools: req.Tools}, model, maxTokens)
+	if err != nil {
+		return envelope{params: env}, err
 	}
 	mark := sdk.NewUserMessage(sdk.NewTextBlock(messagesMark))
 	withMark := env
 	withMark.Messages = []sdk.MessageParam{mark}
 	// MarshalJSON, not json.Marshal: the SDK sends what MarshalJSON returns as it is
 	// (json.Marshal would compact it again and escape HTML).
-	envelope, err := withMark.MarshalJSON()
+	data, err := withMark.MarshalJSON()
 	if err != nil {
-		return nil, env, fmt.Errorf("encode request: %w", err)
+		return envelope{params: env}, fmt.Errorf("encode request: %w", err)
 	}
 	markJSON, err := mark.MarshalJSON()
 	if err != nil {
-		return nil, env, fmt.Errorf("encode request: %w", err)
+		return envelope{params: env}, fmt.Errorf("encode request: %w", err)
 	}
-	at := bytes.Index(envelope, markJSON)
+	at := bytes.Index(data, markJSON)
 	if at < 0 {
-		return nil, env, errors.New("encode request: no place for the messages in the envelope")
+		return envelope{params: env}, errors.New("encode request: no place for the messages in the envelope")
 	}
-	msgs, err := encodeMessages(req, string(env.Model))
-	if err != nil {
-		return nil, env, err
-	}
-	size := len(envelope) + len(streamFirst)
-	for _, k := range msgs {
-		size += len(k.data) + 1
-	}
-	out := make([]byte, 0, size)
-	out = append(append(out, streamFirst...), envelope[1:at]...)
-	for i, k := range msgs {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		out = append(out, k.data...)
-	}
-	return append(out, envelope[at+len(markJSON):]...), env, nil
+	head := append([]byte(streamFirst), data[1:at]...)
+	return envelope{head: head[:len(head):len(head)], tail: data[at+len(markJSON):], params: env}, nil
 }
 
-// keptMessage is the encoding of a message that is sent (one that is not empty).
-type keptMessage struct {
-	index int // in the chat
-	role  llm.Role
-	data  []byte
-}
-
-// encodeMessages encodes the messages of req that are sent, from req.Cache where it
-// holds them; the two messages that carry a cache breakpoint (setBreakpoints) are encoded
-// with it, and are not kept so.
-func encodeMessages(req *llm.Request, model string) ([]keptMessage, error) {
+// encodeMessages encodes the messages of req that are sent (empty ones encode to
+// nothing), in order: the messages before the first cache breakpoint as one slice of
+// req.Cache, then one encoding each. The two messages that carry a breakpoint
+// (breakpointMessages) are encoded with it, and are not kept so.
+func encodeMessages(req *llm.Request, model string) ([][]byte, error) {
 	owner := providerName + " " + model
-	kept := make([]keptMessage, 0, len(req.Messages))
-	for i, m := range req.Messages {
+	encode := func(i int, m llm.Message) ([]byte, error) {
+		data, err := encodeMessage(model, m, false)
+		if err != nil {
+			return nil, fmt.Errorf("translate message %d: %w", i, err)
+		}
+		return data, nil
+	}
+	marks := breakpointMessages(req.Messages)
+	lo := len(req.Messages)
+	if len(marks) > 0 {
+		lo = slices.Min(marks)
+	}
+	prefix, err := req.Cache.Join(owner, req.Messages, lo, encode)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]byte, 0, len(req.Messages)-lo+1)
+	out = append(out, prefix)
+	for i := lo; i < len(req.Messages); i++ {
+		m := req.Messages[i]
 		data, ok := req.Cache.Get(owner, i, m)
 		if !ok {
-			var err error
-			if data, err = encodeMessage(model, m, false); err != nil {
-				return nil, fmt.Errorf("translate message %d: %w", i, err)
+			if data, err = encode(i, m); err != nil {
+				return nil, err
 			}
 			req.Cache.Put(owner, i, m, data)
 		}
-		if len(data) > 0 {
-			kept = append(kept, keptMessage{index: i, role: m.Role, data: data})
+		if slices.Contains(marks, i) {
+			if data, err = encodeMessage(model, m, true); err != nil {
+				return nil, fmt.Errorf("translate message %d: %w", i, err)
+			}
+		}
+		out = append(out, data)
+	}
+	return out, nil
+}
+
+// breakpointMessages are the indexes of the messages that carry a cache breakpoint: the last
+// message sent, and the last user message sent, at least two sent messages before it,
+// that a sent assistant message follows. A message is sent unless it holds only empty
+// text.
+func breakpointMessages(msgs []llm.Message) []int {
+	var sent []int // the sent messages' indexes, from the last one back
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if !isSent(msgs[i]) {
+			continue
+		}
+		sent = append(sent, i)
+		// sent[k] is the k-th from the end: the pair is sent[k] (user), sent[k-1] (assistant).
+		if k := len(sent) - 1; k >= 2 && msgs[sent[k]].Role == llm.RoleUser && msgs[sent[k-1]].Role == llm.RoleAssistant {
+			return []int{sent[0], sent[k]}
 		}
 	}
-	n := len(kept)
-	if n == 0 {
-		return kept, nil
+	if len(sent) == 0 {
+		return nil
 	}
-	marks := []int{n - 1}
-	for i := n - 3; i >= 0; i-- {
-		if kept[i].role == llm.RoleUser && kept[i+1].role == llm.RoleAssistant {
-			marks = append(marks, i)
-			break
-		}
-	}
-	for _, i := range marks {
-		data, err := encodeMessage(model, req.Messages[kept[i].index], true)
-		if err != nil {
-			return nil, fmt.Errorf("translate message %d: %w", kept[i].index, err)
-		}
-		kept[i].data = data
-	}
-	return kept, nil
+	return sent[:1]
+}
+
+// isSent reports whether m encodes to a message: whether it holds a block that is not an
+// empty text.
+func isSent(m llm.Message) bool {
+	return slices.ContainsFunc(m.Content, func(b llm.Block) bool { return b.Type != llm.BlockText || b.Text != "" })
 }
 
 // encodeMessage encodes the message m translates to, with a cache breakpoint on its last

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"net/http"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -29,8 +30,17 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) iter.Seq2[llm.Ev
 			yield(llm.Event{}, fmt.Errorf("anthropic: %w", err))
 			return
 		}
-		// The body is encoded here (body), each message once per chat; the SDK sends it.
-		stream := m.messages.NewStreaming(ctx, p, option.WithRequestBody("application/json", data))
+		// The body is encoded here (body), each message once per chat, and sent as it is:
+		// the SDK's own body (where it sets "stream") is a placeholder the middleware
+		// replaces on every attempt.
+		// The parameters are the SDK's bookkeeping only (its telemetry is off): the model
+		// and the token cap, not the tools the SDK would encode again into a body it drops.
+		light := sdk.MessageNewParams{Model: p.Model, MaxTokens: p.MaxTokens}
+		stream := m.messages.NewStreaming(ctx, light, option.WithRequestBody("application/json", []byte("{}")),
+			option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+				data.Attach(r)
+				return next(r)
+			}))
 		defer stream.Close()
 
 		t := turn{model: string(p.Model), blocks: map[int64]*block{}}

@@ -166,15 +166,15 @@ func functionDefinition(t llm.ToolSpec) (shared.FunctionDefinitionParam, error) 
 // message no translation makes (a NUL cannot come from a chat), replaced by the messages.
 const messagesMark = "\x00stoke:messages\x00"
 
-// streamFirst opens a request body: NewStreaming sets "stream" to true in any body.
+// streamFirst opens a request body: "stream" is true in every request stoke sends.
 const streamFirst = `{"stream":true,`
 
 // body encodes req as params would have the SDK encode it, byte for byte ("stream" aside,
-// which comes first), but encodes
-// each message once: the encoding of the messages is kept in req.Cache between the
-// requests of a chat, and only the messages that are new (or changed) are encoded again.
+// which comes first), but encodes each message once: the encoding of the messages is kept
+// in req.Cache between the requests of a chat, and only the messages that are new (or
+// changed) are encoded again. The body's history is the cache's own bytes, not a copy.
 // It returns the model the request names too.
-func body(req *llm.Request, model string) ([]byte, string, error) {
+func body(req *llm.Request, model string) (*llm.RequestBody, string, error) {
 	if len(req.Messages) == 0 {
 		p, err := params(req, model)
 		if err != nil {
@@ -184,60 +184,87 @@ func body(req *llm.Request, model string) ([]byte, string, error) {
 		if err != nil {
 			return nil, "", fmt.Errorf("encode request: %w", err)
 		}
-		return data, p.Model, nil
+		return llm.NewRequestBody([]byte(streamFirst), data[1:]), p.Model, nil
 	}
-	env, err := params(&llm.Request{Model: req.Model, Tools: req.Tools}, model)
+	key := envelopeKey{model: model, reqModel: req.Model, system: req.System, nTools: len(req.Tools)}
+	if len(req.Tools) > 0 {
+		key.tools = &req.Tools[0]
+	}
+	env, err := llm.CachedEnvelope(req.Cache, key, func() (envelope, error) { return newEnvelope(req, model) })
 	if err != nil {
 		return nil, "", err
 	}
+	owner := providerName + " " + env.model
+	encode := func(i int, m llm.Message) ([]byte, error) {
+		data, err := encodeMessage(m, env.model)
+		if err != nil {
+			return nil, fmt.Errorf("translate message %d: %w", i, err)
+		}
+		return data, nil
+	}
+	// The history before the last message is one slice of the cache; the last message,
+	// which the next may still merge into, is kept apart.
+	last := len(req.Messages) - 1
+	prefix, err := req.Cache.Join(owner, req.Messages, last, encode)
+	if err != nil {
+		return nil, "", err
+	}
+	data, ok := req.Cache.Get(owner, last, req.Messages[last])
+	if !ok {
+		if data, err = encode(last, req.Messages[last]); err != nil {
+			return nil, "", err
+		}
+		req.Cache.Put(owner, last, req.Messages[last], data)
+	}
+	return llm.NewJSONBody(env.head, [][]byte{env.system, prefix, data}, env.tail), env.model, nil
+}
+
+// envelopeKey is what a request's envelope depends on: the tool list by its identity (a
+// chat's requests share their tool set's list).
+type envelopeKey struct {
+	model, reqModel, system string
+	tools                   *llm.ToolSpec
+	nTools                  int
+}
+
+// envelope is a request body without its messages: the bytes before them and after them,
+// the system message, and the model named.
+type envelope struct {
+	head, tail, system []byte
+	model              string
+}
+
+// newEnvelope encodes the envelope of req, as the SDK would encode the request.
+func newEnvelope(req *llm.Request, model string) (envelope, error) {
+	p, err := params(&llm.Request{Model: req.Model, Tools: req.Tools}, model)
+	if err != nil {
+		return envelope{}, err
+	}
 	mark := sdk.UserMessage(messagesMark)
-	env.Messages = []sdk.ChatCompletionMessageParamUnion{mark}
+	p.Messages = []sdk.ChatCompletionMessageParamUnion{mark}
 	// MarshalJSON, not json.Marshal: the SDK sends what MarshalJSON returns as it is
 	// (json.Marshal would compact it again and escape HTML).
-	envelope, err := env.MarshalJSON()
+	data, err := p.MarshalJSON()
 	if err != nil {
-		return nil, "", fmt.Errorf("encode request: %w", err)
+		return envelope{}, fmt.Errorf("encode request: %w", err)
 	}
 	markJSON, err := mark.MarshalJSON()
 	if err != nil {
-		return nil, "", fmt.Errorf("encode request: %w", err)
+		return envelope{}, fmt.Errorf("encode request: %w", err)
 	}
-	at := bytes.Index(envelope, markJSON)
+	at := bytes.Index(data, markJSON)
 	if at < 0 {
-		return nil, "", errors.New("encode request: no place for the messages in the envelope")
+		return envelope{}, errors.New("encode request: no place for the messages in the envelope")
 	}
-	parts := make([][]byte, 0, len(req.Messages)+1)
+	e := envelope{tail: data[at+len(markJSON):], model: p.Model}
+	head := append([]byte(streamFirst), data[1:at]...)
+	e.head = head[:len(head):len(head)]
 	if req.System != "" {
-		sys, err := sdk.SystemMessage(req.System).MarshalJSON()
-		if err != nil {
-			return nil, "", fmt.Errorf("encode request: %w", err)
+		if e.system, err = sdk.SystemMessage(req.System).MarshalJSON(); err != nil {
+			return envelope{}, fmt.Errorf("encode request: %w", err)
 		}
-		parts = append(parts, sys)
 	}
-	owner := providerName + " " + env.Model
-	size := len(envelope)
-	for i, m := range req.Messages {
-		data, ok := req.Cache.Get(owner, i, m)
-		if !ok {
-			if data, err = encodeMessage(m, env.Model); err != nil {
-				return nil, "", fmt.Errorf("translate message %d: %w", i, err)
-			}
-			req.Cache.Put(owner, i, m, data)
-		}
-		parts = append(parts, data)
-		size += len(data) + 1
-	}
-	// "stream" goes first: the SDK sets it in the body it is given (sjson), and finds it
-	// there at once instead of after a scan of the whole history.
-	out := make([]byte, 0, size+len(streamFirst))
-	out = append(append(out, streamFirst...), envelope[1:at]...)
-	for i, p := range parts {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		out = append(out, p...)
-	}
-	return append(out, envelope[at+len(markJSON):]...), env.Model, nil
+	return e, nil
 }
 
 // encodeMessage encodes the chat-completions messages m translates to, comma-separated.

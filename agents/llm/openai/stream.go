@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"maps"
+	"net/http"
 	"slices"
 
 	sdk "github.com/openai/openai-go/v3"
@@ -30,8 +31,14 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) iter.Seq2[llm.Ev
 			yield(llm.Event{}, fmt.Errorf("openai: %w", err))
 			return
 		}
-		// The body is encoded here (body), each message once per chat; the SDK sends it.
-		stream := m.chat.NewStreaming(ctx, sdk.ChatCompletionNewParams{}, option.WithRequestBody("application/json", data))
+		// The body is encoded here (body), each message once per chat, and sent as it is:
+		// the SDK's own body (where it sets "stream") is a placeholder the middleware
+		// replaces on every attempt.
+		stream := m.chat.NewStreaming(ctx, sdk.ChatCompletionNewParams{}, option.WithRequestBody("application/json", []byte("{}")),
+			option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+				data.Attach(r)
+				return next(r)
+			}))
 		defer stream.Close()
 
 		t := turn{model: model, calls: map[int64]*toolCall{}}
