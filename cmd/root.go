@@ -22,7 +22,6 @@ import (
 
 	"github.com/stoke-cli/stoke/agents"
 	"github.com/stoke-cli/stoke/agents/llm"
-	"github.com/stoke-cli/stoke/agents/sandbox"
 	"github.com/stoke-cli/stoke/agents/tools"
 	"github.com/stoke-cli/stoke/headless"
 	"github.com/stoke-cli/stoke/headless/progress"
@@ -73,13 +72,10 @@ func (d *Deps) environ() []string {
 // RunFunc runs one headless session. It is headless.Run outside tests.
 type RunFunc func(ctx context.Context, opts headless.Options) error
 
-// Execute runs stoke with the process's arguments and returns its exit code. Started
-// as the sandbox's helper (sandbox.HelperArg), it supervises one command instead, before
-// anything else is set up.
+// Execute runs stoke with the process's arguments and returns its exit code. (Started
+// as the sandbox's helper, the process never gets here: package sandbox runs the helper
+// from its initialisation, before the heavier packages are initialised.)
 func Execute() int {
-	if sandbox.IsHelper(os.Args) {
-		return sandbox.HelperMain()
-	}
 	deps := &Deps{
 		In:              os.Stdin,
 		Out:             os.Stdout,

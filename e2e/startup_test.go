@@ -1,10 +1,12 @@
 package e2e
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -45,5 +47,40 @@ func TestInitDoesNoEagerWork(t *testing.T) {
 	}
 	if seen == 0 {
 		t.Fatalf("no init trace of stoke's packages on stderr:\n%s", stderr.String())
+	}
+}
+
+// TestSandboxHelperStartsEarly starts stoke as the sandbox's helper (without the
+// descriptors stoke gives it, so that it only says it is not to be started by hand) and
+// checks that it ran before the heavy packages were initialised: a sandboxed command
+// pays for a few of stoke's package initialisations, not for the provider SDKs'.
+func TestSandboxHelperStartsEarly(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the sandbox's helper is Linux's")
+	}
+	cmd := exec.Command(filepath.Join(h.binDir, "stoke"+exeSuffix()), "__stoke-sandbox-helper-v1")
+	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1", "GOCOVERDIR="+h.coverDir)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(stderr.String(), "started by stoke itself") {
+		t.Fatalf("helper by hand: %v, want exit 2 and the refusal\n%s", err, stderr.String())
+	}
+	inits := 0
+	for line := range strings.Lines(stderr.String()) {
+		m := initLine.FindStringSubmatch(strings.TrimSpace(line))
+		if m == nil {
+			continue
+		}
+		inits++
+		switch m[1] { // (small packages of these modules, which need none of this, may come first)
+		case "github.com/openai/openai-go/v3", "github.com/anthropics/anthropic-sdk-go/v2",
+			"github.com/modelcontextprotocol/go-sdk/mcp", "go.opentelemetry.io/otel/sdk/trace", "net/http":
+			t.Errorf("%s was initialised before the helper ran", m[1])
+		}
+	}
+	if inits == 0 {
+		t.Fatalf("no init trace on stderr:\n%s", stderr.String())
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -15,17 +14,13 @@ import (
 
 	"github.com/stoke-cli/stoke/agents/llm/price"
 	"github.com/stoke-cli/stoke/agents/llm/scripted"
-	"github.com/stoke-cli/stoke/agents/sandbox"
 	"github.com/stoke-cli/stoke/streamjson"
 	"github.com/stoke-cli/stoke/streamjson/streamjsontest"
 )
 
-// TestMain runs the sandbox helper when the test binary is re-executed as one, and the
-// tests otherwise.
+// TestMain checks for leaked goroutines. (Re-executed as the sandbox's helper, the test
+// binary runs the helper from package sandbox's init.)
 func TestMain(m *testing.M) {
-	if sandbox.IsHelper(os.Args) {
-		os.Exit(sandbox.HelperMain())
-	}
 	goleak.VerifyTestMain(m)
 }
 

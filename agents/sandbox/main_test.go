@@ -1,17 +1,13 @@
 package sandbox
 
 import (
-	"os"
 	"testing"
 
 	"go.uber.org/goleak"
 )
 
-// TestMain runs the helper when the test binary is re-executed as one (Run starts
-// /proc/self/exe), and the tests otherwise.
+// TestMain checks for leaked goroutines. (Re-executed as the helper by Run, which starts
+// /proc/self/exe, the test binary runs it from the package's init.)
 func TestMain(m *testing.M) {
-	if IsHelper(os.Args) {
-		os.Exit(HelperMain())
-	}
 	goleak.VerifyTestMain(m)
 }

@@ -7,16 +7,11 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
-
-	"github.com/stoke-cli/stoke/agents/sandbox"
 )
 
-// TestMain runs the sandbox helper when the test binary is re-executed as one (the
-// sandboxed shell tool starts /proc/self/exe), and the tests otherwise.
+// TestMain checks for leaked goroutines. (Re-executed as the sandbox's helper by the
+// sandboxed shell tool, the test binary runs the helper from package sandbox's init.)
 func TestMain(m *testing.M) {
-	if sandbox.IsHelper(os.Args) {
-		os.Exit(sandbox.HelperMain())
-	}
 	goleak.VerifyTestMain(m)
 }
 
