@@ -4,7 +4,7 @@ package tools
 
 import (
 	"errors"
-	"syscall"
+	"golang.org/x/sys/unix"
 )
 
 // dirFile is an open directory whose files grep reads. It makes the system calls itself:
@@ -16,26 +16,26 @@ type dirFile struct{ fd int }
 func openDir(path string) (dirFile, error) {
 	var fd int
 	err := retryEINTR(func() (err error) {
-		fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		return err
 	})
 	return dirFile{fd}, err
 }
 
-func (d dirFile) close() { syscall.Close(d.fd) }
+func (d dirFile) close() { unix.Close(d.fd) }
 
 // read reads the file name of the directory into buf[:0], growing it as needed, up to max
 // bytes. It does not follow a symbolic link, nor block on a FIFO.
 func (d dirFile) read(buf []byte, name string, max int) ([]byte, error) {
 	var fd int
 	err := retryEINTR(func() (err error) {
-		fd, err = syscall.Openat(d.fd, name, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+		fd, err = unix.Openat(d.fd, name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
 		return err
 	})
 	if err != nil {
 		return buf[:0], err
 	}
-	defer syscall.Close(fd)
+	defer unix.Close(fd)
 	buf = buf[:0]
 	for {
 		if len(buf) == cap(buf) {
@@ -43,7 +43,7 @@ func (d dirFile) read(buf []byte, name string, max int) ([]byte, error) {
 		}
 		var n int
 		err := retryEINTR(func() (err error) {
-			n, err = syscall.Read(fd, buf[len(buf):cap(buf)])
+			n, err = unix.Read(fd, buf[len(buf):cap(buf)])
 			return err
 		})
 		if err != nil {
@@ -61,7 +61,7 @@ func (d dirFile) read(buf []byte, name string, max int) ([]byte, error) {
 
 func retryEINTR(f func() error) error {
 	for {
-		if err := f(); !errors.Is(err, syscall.EINTR) {
+		if err := f(); !errors.Is(err, unix.EINTR) {
 			return err
 		}
 	}
