@@ -937,3 +937,57 @@ func TestOwnershipRulesBite(t *testing.T) {
 		t.Errorf("flagName = %q", got)
 	}
 }
+
+// unmapped names the packages of rels (module-relative, one level below agents/ or
+// headless/) that the README's package map has no line for. The map is the fenced block of
+// the "## Development" section; a package's line starts with its last element and a slash,
+// indented under its parent's line.
+func unmapped(readme string, rels []string) []string {
+	_, dev, _ := strings.Cut(readme, "\n## Development")
+	dev, _, _ = strings.Cut(dev, "\n## ")
+	lines := map[string]bool{}
+	for _, l := range strings.Split(dev, "\n") {
+		if f := strings.Fields(l); len(f) > 0 && strings.HasPrefix(l, "  ") {
+			lines[f[0]] = true
+		}
+	}
+	var missing []string
+	for _, rel := range rels {
+		if _, name, _ := strings.Cut(rel, "/"); !lines[name+"/"] {
+			missing = append(missing, rel)
+		}
+	}
+	return missing
+}
+
+func TestReadmeMapsEveryPackage(t *testing.T) {
+	t.Parallel()
+	root, _, pkgs := loadModule(t)
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rels []string
+	for _, p := range sorted(pkgs) {
+		parent, rest, ok := strings.Cut(p.rel, "/")
+		if !ok || (parent != "agents" && parent != "headless") || strings.Contains(rest, "/") || rest == "internal" {
+			continue
+		}
+		for name := range p.files {
+			if !strings.HasSuffix(name, "_test.go") {
+				rels = append(rels, p.rel)
+				break
+			}
+		}
+	}
+	if len(rels) < 10 {
+		t.Fatalf("found only %d packages under agents/ and headless/: %v", len(rels), rels)
+	}
+	for _, rel := range unmapped(string(readme), rels) {
+		t.Errorf("the README's package map (## Development) has no line for %s", rel)
+	}
+	// The check bites: a package the map does not name is reported.
+	if got := unmapped("\n## Development\n```\n  store/   x\n```\n## Next\n  nowhere/ y\n", []string{"agents/store", "agents/nowhere"}); len(got) != 1 || got[0] != "agents/nowhere" {
+		t.Errorf("unmapped on a planted map = %v, want [agents/nowhere]", got)
+	}
+}
