@@ -945,8 +945,15 @@ func TestOwnershipRulesBite(t *testing.T) {
 func unmapped(readme string, rels []string) []string {
 	_, dev, _ := strings.Cut(readme, "\n## Development")
 	dev, _, _ = strings.Cut(dev, "\n## ")
+	// The map is the fenced block (the odd pieces between fences) with a line for agents/.
+	var block string
+	for i, piece := range strings.Split(dev, "```") {
+		if i%2 == 1 && strings.Contains(piece, "\nagents/") {
+			block = piece
+		}
+	}
 	lines := map[string]bool{}
-	for _, l := range strings.Split(dev, "\n") {
+	for _, l := range strings.Split(block, "\n") {
 		if f := strings.Fields(l); len(f) > 0 && strings.HasPrefix(l, "  ") {
 			lines[f[0]] = true
 		}
@@ -987,7 +994,7 @@ func TestReadmeMapsEveryPackage(t *testing.T) {
 		t.Errorf("the README's package map (## Development) has no line for %s", rel)
 	}
 	// The check bites: a package the map does not name is reported.
-	if got := unmapped("\n## Development\n```\n  store/   x\n```\n## Next\n  nowhere/ y\n", []string{"agents/store", "agents/nowhere"}); len(got) != 1 || got[0] != "agents/nowhere" {
+	if got := unmapped("\n## Development\n  nowhere/ z\n```\nmake x\n  nowhere/ w\n```\n```\nagents/ t\n  store/   x\n```\n## Next\n  nowhere/ y\n", []string{"agents/store", "agents/nowhere"}); len(got) != 1 || got[0] != "agents/nowhere" {
 		t.Errorf("unmapped on a planted map = %v, want [agents/nowhere]", got)
 	}
 }
